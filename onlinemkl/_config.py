@@ -1,0 +1,44 @@
+"""Numba options, in one place (DESIGN.md, Numba convention 1).
+
+Every compiled function in :mod:`onlinemkl._core` is decorated with one of the
+decorators below; no module passes Numba options of its own.
+
+* ``njit`` -- serial, nopython, cached on disk.  ``error_model="numpy"`` lets a
+  division by zero produce ``inf``/``nan`` instead of raising, so the hot loops
+  carry no hidden exception checks; every division that can meet a zero is
+  guarded explicitly in the code.  No ``fastmath``: the mirror map, the
+  proximal operators and the step sizes use ``inf``, zero-norm guards and
+  q-th powers, which fast-math may rewrite.
+* ``njit_parallel`` -- the same, with ``parallel=True`` for ``prange`` loops
+  over independent outputs.  Never cached (Numba's cache of parallel functions
+  is fragile across processes and thread layers).
+
+Set ``ONLINEMKL_NO_CACHE=1`` to turn the on-disk cache off (e.g. on a read-only
+install); ``NUMBA_CACHE_DIR`` chooses where it lives.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba
+
+#: True unless the environment asks for no on-disk cache.
+CACHE = os.environ.get("ONLINEMKL_NO_CACHE", "") not in ("1", "true", "yes")
+
+SERIAL_OPTIONS = dict(nogil=True, cache=CACHE, fastmath=False, error_model="numpy")
+PARALLEL_OPTIONS = dict(nogil=True, cache=False, fastmath=False, error_model="numpy", parallel=True)
+
+#: Buffers with at least this many stored rows use the parallel kernel-row pass
+#: (measured with ``benchmarks/bench_parallel_threshold.py``; see README).
+PARALLEL_MIN_ROWS = 20_000
+
+
+def njit(func):
+    """Serial, cached nopython compilation (the default for ``_core``)."""
+    return numba.njit(**SERIAL_OPTIONS)(func)
+
+
+def njit_parallel(func):
+    """Parallel (``prange``) nopython compilation; not cached."""
+    return numba.njit(**PARALLEL_OPTIONS)(func)

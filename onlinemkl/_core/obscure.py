@@ -1,0 +1,288 @@
+"""OBSCURE (Orabona, Jie & Caputo 2012), one compiled step per example.
+
+Stage 1 is Algorithm 1 (online p-norm mirror descent with a constant step),
+stage 2 is Algorithm 2 (stochastic, adaptive step ``eta_t = q / (lambda t + s_t)``,
+shrink ``(1 - lambda eta_t / q)`` and projection onto the ball of radius
+``q R``); ``pegasos`` sets ``s_t = 0`` (the paper's Pegasos-MKL baseline).
+
+The dual vector is kept in kernelised form (section 3.1)::
+
+    theta^j = scale * sum_s coef_s (phi_j(x_s, ypos_s) - phi_j(x_s, yneg_s))
+
+with one coefficient per stored example shared by all kernels (every step
+moves all kernels' dual vectors by the same subgradient) and one global lazy
+``scale`` (the stage-2 shrink and projection multiply every kernel by the same
+number: "cumulate the scalings").  ``theta_sq[j] = ||raw theta^j||^2`` is
+kept up to date in O(F) per step from the kernel row.
+
+The mirror map (Lemma 1, B = infinity) gives ``w^j = a_j theta^j`` with
+``a_j = (1/q) (||theta^j|| / ||theta||_{2,q})^(q-2)``.
+
+Binary problems use one output (``ypos = 0``, ``yneg = -1``, the coefficient
+carries the label's sign: ``z = -y phi(x)``); multiclass problems use the
+Crammer-Singer joint feature map with ``C`` outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import njit
+from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
+from .kernels import accumulate_scores, effective_diag, kernel_scores, prepare_query
+
+# Indices into the ``hyper`` array (read-only settings).
+H_Q = 0  # dual exponent q = p / (p - 1)
+H_ETA = 1  # stage-1 step size
+H_LAM = 2  # regularisation lambda
+H_R = 3  # stage-2 radius R (ball of radius q R on theta)
+H_STAGE = 4  # 1 or 2
+H_PEGASOS = 5  # 1: s_t = 0
+H_BUDGET = 6  # maximum stored examples (0: unbounded)
+H_POLICY = 7  # eviction policy code
+H_BINARY = 8  # 1: binary hinge with one output
+H_NCLASS = 9  # number of outputs in use (classes seen)
+N_HYPER = 10
+
+# Indices into the mutable ``istate`` array.
+I_N = 0  # stored examples
+I_T = 1  # stage-2 step counter t
+I_UPDATES = 2  # steps with a non-zero subgradient
+I_CLOCK = 3  # examples seen (time stamps)
+I_EVICTIONS = 4
+N_ISTATE = 5
+
+# Indices into the mutable ``fstate`` array.
+F_SCALE = 0  # global lazy scale of theta
+F_S = 1  # stage-2 s_t
+F_LOSS_SUM = 2  # sum of online losses (for the running estimate of R)
+F_LOSS_N = 3
+N_FSTATE = 4
+
+# Fold the lazy scale into the coefficients when it drifts this far from 1.
+SCALE_FOLD_LOW = 1e-100
+SCALE_FOLD_HIGH = 1e100
+
+
+@njit
+def group_qnorm(theta_sq, q):
+    """``(sum_j ||theta^j||^q)^(1/q)`` from squared norms, overflow-safe for large q."""
+    F = theta_sq.shape[0]
+    m = 0.0
+    for j in range(F):
+        v = np.sqrt(theta_sq[j]) if theta_sq[j] > 0.0 else 0.0
+        if v > m:
+            m = v
+    if m == 0.0:
+        return 0.0
+    acc = 0.0
+    for j in range(F):
+        v = np.sqrt(theta_sq[j]) if theta_sq[j] > 0.0 else 0.0
+        acc += (v / m) ** q
+    return m * acc ** (1.0 / q)
+
+
+@njit
+def mirror_weights(theta_sq, q, out):
+    """``a_j = (1/q) (||theta^j|| / ||theta||_{2,q})^(q-2)`` (Lemma 1); ``w^j = a_j theta^j``.
+
+    Scale-free: the raw norms give the same ratios as the scaled ones.  When
+    ``theta = 0`` the weights are irrelevant (w = 0); they are set to 1/q.
+    """
+    F = theta_sq.shape[0]
+    nq = group_qnorm(theta_sq, q)
+    for j in range(F):
+        if nq == 0.0 or q == 2.0:
+            out[j] = 1.0 / q
+        else:
+            v = np.sqrt(theta_sq[j]) if theta_sq[j] > 0.0 else 0.0
+            out[j] = (1.0 / q) * (v / nq) ** (q - 2.0)
+
+
+@njit
+def class_scores(g, a, scale, n_out, out):
+    """``s_c = scale * sum_j a_j g[j, c]`` for the outputs in use."""
+    F = g.shape[0]
+    for c in range(n_out):
+        acc = 0.0
+        for j in range(F):
+            acc += a[j] * g[j, c]
+        out[c] = scale * acc
+
+
+@njit
+def hinge_step_direction(scores, y, n_out, binary):
+    """Loss and the update's outputs for binary hinge / Crammer-Singer hinge.
+
+    Returns ``(loss, margin_error, cpos, cneg, sign, yhat)``: the subgradient is
+    ``-sign * (phi(x, cpos) - phi(x, cneg))``; ``yhat`` is the prediction
+    (binary: +1/-1, multiclass: argmax class, lowest index on ties).
+    A margin error is ``s_y <= max_{c != y} s_c + 1`` (the authors' toolbox).
+    """
+    if binary:
+        f = scores[0]
+        yl = 1.0 if y > 0 else -1.0
+        m = 1.0 - yl * f
+        loss = m if m > 0.0 else 0.0
+        yhat = 1 if f > 0.0 else (-1 if f < 0.0 else 1)
+        return loss, m >= 0.0, 0, -1, yl, yhat
+    best = 0
+    for c in range(1, n_out):
+        if scores[c] > scores[best]:
+            best = c
+    if n_out < 2:
+        return 0.0, False, y, -1, 0.0, best
+    rival = -1
+    for c in range(n_out):
+        if c != y and (rival < 0 or scores[c] > scores[rival]):
+            rival = c
+    m = 1.0 - (scores[y] - scores[rival])
+    loss = m if m > 0.0 else 0.0
+    return loss, m >= 0.0, y, rival, 1.0, best
+
+
+@njit
+def obscure_scores(x, S, ssq, sdiag, ypos, yneg, coef, codes, params, kgroup, granges, gptr, gl1,
+                   theta_sq, istate, fstate, hyper, g, scores):
+    """Prediction scores of one example (no update).  Fills ``g`` and ``scores``."""
+    G = gptr.shape[0] - 1
+    F = codes.shape[0]
+    xsq = np.empty(G)
+    xdiag = np.empty(F)
+    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    kernel_scores(x, xsq, xdiag, S, ssq, sdiag, istate[I_N], codes, params, kgroup, granges, gptr, gl1,
+                  coef, ypos, yneg, g)
+    a = np.empty(F)
+    mirror_weights(theta_sq, hyper[H_Q], a)
+    n_out = 1 if hyper[H_BINARY] != 0.0 else int(hyper[H_NCLASS])
+    class_scores(g, a, fstate[F_SCALE], n_out, scores)
+
+
+@njit
+def obscure_learn(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
+                  theta_sq, istate, fstate, hyper, g, scores, krow, use_krow):
+    """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
+
+    ``y`` is the output index (multiclass) or +1/-1 (binary).  ``krow`` is a
+    precomputed kernel row (``use_krow = 1``, from the parallel pass on large
+    buffers); otherwise the fused serial pass computes the scores.
+
+    Returns ``(loss, yhat, updated)`` where ``yhat`` is the prediction made
+    before the update (test-then-train) and ``loss`` the loss at ``w_t``.
+    The caller guarantees capacity for one more stored example.
+    """
+    G = gptr.shape[0] - 1
+    F = codes.shape[0]
+    q = hyper[H_Q]
+    lam = hyper[H_LAM]
+    binary = hyper[H_BINARY] != 0.0
+    n_out = 1 if binary else int(hyper[H_NCLASS])
+    n = istate[I_N]
+
+    xsq = np.empty(G)
+    xdiag = np.empty(F)
+    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    if use_krow != 0:
+        accumulate_scores(krow, n, coef, ypos, yneg, g)
+    else:
+        kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
+                      coef, ypos, yneg, g)
+    a = np.empty(F)
+    mirror_weights(theta_sq, q, a)
+    class_scores(g, a, fstate[F_SCALE], n_out, scores)
+    loss, err, cpos, cneg, sign, yhat = hinge_step_direction(scores, y, n_out, binary)
+    istate[I_CLOCK] += 1
+    fstate[F_LOSS_SUM] += loss
+    fstate[F_LOSS_N] += 1.0
+
+    mult = 1.0 if cneg < 0 else 2.0
+    if hyper[H_STAGE] == 2.0:
+        # Algorithm 2: adaptive step from the bound on this step's subgradient.
+        t = istate[I_T] + 1
+        istate[I_T] = t
+        theta_q = fstate[F_SCALE] * group_qnorm(theta_sq, q)
+        z_q = 0.0
+        if err:
+            acc = 0.0
+            for j in range(F):
+                acc += (mult * effective_diag(xdiag[j], params[j, 3])) ** (q / 2.0)
+            z_q = acc ** (1.0 / q)
+        if hyper[H_PEGASOS] != 0.0:
+            s_t = 0.0
+        else:
+            s_prev = fstate[F_S]
+            d_t = lam * t + s_prev
+            bound = lam / q * theta_q + z_q
+            R = hyper[H_R]
+            s_t = s_prev + 0.5 * (np.sqrt(d_t * d_t + q * bound * bound / (R * R)) - d_t)
+        fstate[F_S] = s_t
+        eta_t = q / (lam * t + s_t)
+        shrink = 1.0 - lam * eta_t / q
+        if shrink <= 0.0:
+            # Pegasos at t = 1: the shrink wipes theta; drop every stored example.
+            istate[I_N] = 0
+            n = 0
+            theta_sq[:] = 0.0
+            fstate[F_SCALE] = 1.0
+            g[:, :] = 0.0
+        else:
+            fstate[F_SCALE] *= shrink
+        step = eta_t
+    else:
+        step = hyper[H_ETA]
+
+    updated = False
+    if err and step > 0.0:
+        updated = True
+        istate[I_UPDATES] += 1
+        sc = fstate[F_SCALE]
+        r = sign * step / sc  # raw coefficient: theta <- theta - step * z
+        budget = int(hyper[H_BUDGET])
+        slot = n
+        if budget > 0 and n >= budget:
+            wsq = np.empty(F)
+            for j in range(F):
+                wsq[j] = (a[j] * sc) ** 2
+            slot = choose_evictee(int(hyper[H_POLICY]), n, tstamp, coef, yneg, sdiag, params, wsq)
+            evict(slot, n, theta_sq, g, x, xsq, xdiag, S, ssq, sdiag, ypos, yneg, coef,
+                  codes, params, kgroup, granges, gptr, gl1)
+            istate[I_EVICTIONS] += 1
+        else:
+            istate[I_N] = n + 1
+        cvec = np.empty(coef.shape[1])
+        cvec[:] = r
+        update_norms_add(theta_sq, g, cpos, cneg, cvec, xdiag, params)
+        store(slot, x, xsq, xdiag, cpos, cneg, cvec, istate[I_CLOCK], S, ssq, sdiag, ypos, yneg, coef, tstamp)
+
+    if hyper[H_STAGE] == 2.0:
+        # Projection onto ||theta||_{2,q} <= q R (keeps ||w||_{2,p} <= R).
+        nrm = fstate[F_SCALE] * group_qnorm(theta_sq, q)
+        lim = q * hyper[H_R]
+        if nrm > lim:
+            fstate[F_SCALE] *= lim / nrm
+
+    sc = fstate[F_SCALE]
+    if sc < SCALE_FOLD_LOW or sc > SCALE_FOLD_HIGH:
+        fold_scales(istate[I_N], coef, fstate[F_SCALE:F_SCALE + 1], theta_sq)
+    return loss, yhat, updated
+
+
+@njit
+def theta_sq_from_buffer(S, ssq, sdiag, ypos, yneg, coef, n, codes, params, kgroup, granges, gptr, gl1, n_out):
+    """Recompute ``||raw theta^j||^2`` from the buffer (O(n^2); tests and repairs)."""
+    F = codes.shape[0]
+    G = gptr.shape[0] - 1
+    out = np.zeros(F)
+    g = np.empty((F, n_out))
+    per_kernel = 1 if coef.shape[1] > 1 else 0
+    d = S.shape[1]
+    for i in range(n):
+        xi = S[i, :d].copy()
+        kernel_scores(xi, ssq[i, :].copy(), sdiag[i, :].copy(), S, ssq, sdiag, n, codes, params, kgroup,
+                      granges, gptr, gl1, coef, ypos, yneg, g)
+        for j in range(F):
+            v = g[j, ypos[i]]
+            if yneg[i] >= 0:
+                v -= g[j, yneg[i]]
+            out[j] += coef[i, j * per_kernel] * v
+    return out

@@ -1,0 +1,79 @@
+"""Boundary checks shared by every learner: the compiled code never sees bad input."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def check_number(name, value, *, low=None, high=None, low_open=False, high_open=False, integer=False,
+                 allow_none=False, hint=""):
+    """Validate a numeric hyper-parameter; the message names it, the rule and the fix."""
+    if value is None and allow_none:
+        return None
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name}={value!r}: expected {'an integer' if integer else 'a number'}{hint}")
+    v = int(value) if integer else float(value)
+    if not integer and not math.isfinite(v):
+        raise ValueError(f"{name}={value!r}: must be finite{hint}")
+    if low is not None and (v < low or (low_open and v == low)):
+        raise ValueError(f"{name}={value!r}: must be {'>' if low_open else '>='} {low}{hint}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise ValueError(f"{name}={value!r}: must be {'<' if high_open else '<='} {high}{hint}")
+    return v
+
+
+def check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: choose one of {', '.join(repr(c) for c in choices)}")
+    return value
+
+
+def check_rows(X, name="X", n_features=None):
+    """A finite float64 C-contiguous 2-D array; errors say what is wrong and where."""
+    try:
+        A = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric (float-convertible): {exc}") from None
+    if A.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features); got a 1-D array of shape {A.shape}. "
+            "Reshape a single sample with X.reshape(1, -1) or a single feature with X.reshape(-1, 1)"
+        )
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {A.shape}")
+    if A.shape[0] == 0:
+        raise ValueError(f"{name} is empty (0 samples); pass at least one sample")
+    if A.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features; pass at least one feature column")
+    bad = ~np.isfinite(A)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} contains NaN or infinite values (first at row {r}, column {c}: {A[r, c]}); "
+            "impute or drop them before learning"
+        )
+    if n_features is not None and A.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {A.shape[1]} features, but the model was fitted with {n_features}; "
+            "pass the same columns in the same order"
+        )
+    return np.ascontiguousarray(A)
+
+
+def check_feature_value(name, value):
+    """One feature value of a dict example: a finite real number."""
+    if isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"feature {name!r} = {value!r} is not a number; encode categorical features "
+            "(e.g. river's preprocessing.OneHotEncoder) before the learner"
+        )
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"feature {name!r} = {value!r} is not finite; impute or drop it before the learner")
+    return v

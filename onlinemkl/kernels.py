@@ -1,0 +1,491 @@
+"""Kernels on feature groups.
+
+A kernel is a small frozen value object: its kind, its parameters and the
+*feature group* it reads (``group=None`` means every feature; otherwise a
+tuple of column indices for arrays, or of feature names for dicts).  Several
+kernels on the same group share one pass over the support buffer: the dot
+products, squared distances (and, for Laplacian kernels, L1 distances) of a
+group are computed once and every kernel on it is evaluated from them.
+
+>>> import numpy as np
+>>> from onlinemkl.kernels import RBF, Linear, kernel_matrix
+>>> X = np.array([[0.0, 1.0], [1.0, 1.0]])
+>>> K = kernel_matrix(X, X, [Linear(), RBF(gamma=0.5)])
+>>> K.shape
+(2, 2, 2)
+>>> np.round(K[1], 4)
+array([[1.    , 0.6065],
+       [0.6065, 1.    ]])
+
+Bandwidths can be given in absolute terms (``gamma``, ``h``) or relative to the
+number of features of the group (``gamma=None`` uses ``gamma_scale / d``;
+``BSpline(h=None)`` uses ``h_scale * sqrt(2 d)``, the typical distance of two
+standardised points).  Relative values are resolved once, when a model first
+sees data, and then frozen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from ._core import kernels as _ck
+
+__all__ = [
+    "Kernel",
+    "Linear",
+    "Polynomial",
+    "RBF",
+    "Laplacian",
+    "BSpline",
+    "default_kernels",
+    "kernel_matrix",
+    "mean_distance",
+    "distance_kernel",
+]
+
+
+def _check_group(group):
+    if group is None:
+        return None
+    if isinstance(group, (str, bytes)) or not isinstance(group, (tuple, list, range, np.ndarray)):
+        raise TypeError(
+            f"group={group!r}: a feature group is None (all features) or a tuple of column "
+            "indices / feature names, e.g. group=(0, 1, 2) or group=('age', 'height')"
+        )
+    group = tuple(g.item() if isinstance(g, np.generic) else g for g in group)
+    if len(group) == 0:
+        raise ValueError("group=(): a feature group needs at least one feature; use None for all features")
+    if len(set(group)) != len(group):
+        raise ValueError(f"group={group!r} lists a feature twice; list each feature once")
+    return group
+
+
+def _positive(name, value, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={value!r}: expected a positive number")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}={value!r}: must be a finite number > 0")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """Base class of the kernel specifications (do not instantiate directly).
+
+    Parameters
+    ----------
+    group
+        The features the kernel reads: None for all, or a tuple of column
+        indices (arrays) or feature names (dicts).
+    normalize
+        Divide by ``sqrt(K(x,x) K(z,z))`` so that the kernel has a unit diagonal.
+    """
+
+    group: tuple | None = None
+    normalize: bool = False
+
+    code = -1
+
+    def __post_init__(self):
+        object.__setattr__(self, "group", _check_group(self.group))
+        object.__setattr__(self, "normalize", bool(self.normalize))
+
+    def resolved_params(self, n_features: int) -> tuple[float, float, float]:
+        """The three parameters the compiled code reads, with relative bandwidths
+        resolved for a group of ``n_features`` features."""
+        return (0.0, 0.0, 0.0)
+
+    @property
+    def name(self) -> str:
+        return repr(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Linear(Kernel):
+    """Linear kernel ``x . z``.
+
+    >>> Linear(group=(0, 1))
+    Linear(group=(0, 1), normalize=False)
+    """
+
+    code = _ck.LINEAR
+
+
+@dataclasses.dataclass(frozen=True)
+class Polynomial(Kernel):
+    """Polynomial kernel ``(scale * x.z + offset) ** degree``.
+
+    >>> Polynomial(degree=3)
+    Polynomial(group=None, normalize=False, degree=3, offset=1.0, scale=1.0)
+    """
+
+    degree: int = 2
+    offset: float = 1.0
+    scale: float = 1.0
+
+    code = _ck.POLYNOMIAL
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or not 1 <= self.degree <= 32:
+            raise ValueError(f"degree={self.degree!r}: must be an integer between 1 and 32")
+        if not (isinstance(self.offset, (int, float)) and math.isfinite(self.offset) and self.offset >= 0):
+            raise ValueError(f"offset={self.offset!r}: must be a finite number >= 0 (a negative offset is not a kernel)")
+        _positive("scale", self.scale)
+        object.__setattr__(self, "degree", int(self.degree))
+        object.__setattr__(self, "offset", float(self.offset))
+        object.__setattr__(self, "scale", float(self.scale))
+
+    def resolved_params(self, n_features):
+        return (float(self.degree), self.offset, self.scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class _GammaKernel(Kernel):
+    """A kernel with an inverse bandwidth ``gamma`` (absolute, or ``gamma_scale / d``)."""
+
+    gamma: float | None = None
+    gamma_scale: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "gamma", _positive("gamma", self.gamma, allow_none=True))
+        object.__setattr__(self, "gamma_scale", _positive("gamma_scale", self.gamma_scale))
+
+    def resolved_params(self, n_features):
+        g = self.gamma if self.gamma is not None else self.gamma_scale / max(n_features, 1)
+        return (g, 0.0, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class RBF(_GammaKernel):
+    """Gaussian kernel ``exp(-gamma ||x - z||^2)``.
+
+    ``gamma=None`` means ``gamma_scale / d`` for a group of ``d`` features.
+
+    >>> RBF(gamma=0.1).resolved_params(10)[0]
+    0.1
+    >>> RBF(gamma_scale=2.0).resolved_params(10)[0]
+    0.2
+    """
+
+    code = _ck.RBF
+
+
+@dataclasses.dataclass(frozen=True)
+class Laplacian(_GammaKernel):
+    """Laplacian kernel ``exp(-gamma ||x - z||_1)`` (scikit-learn's definition).
+
+    ``gamma=None`` means ``gamma_scale / d``.
+    """
+
+    code = _ck.LAPLACIAN
+
+
+@dataclasses.dataclass(frozen=True)
+class BSpline(Kernel):
+    """Compactly supported B1-spline kernel ``max(0, 1 - ||x - z|| / h)`` (Martins et al.).
+
+    ``h=None`` means ``h_scale * sqrt(2 d)``.
+    """
+
+    h: float | None = None
+    h_scale: float = 1.0
+
+    code = _ck.BSPLINE
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "h", _positive("h", self.h, allow_none=True))
+        object.__setattr__(self, "h_scale", _positive("h_scale", self.h_scale))
+
+    def resolved_params(self, n_features):
+        h = self.h if self.h is not None else self.h_scale * math.sqrt(2.0 * max(n_features, 1))
+        return (h, 0.0, 0.0)
+
+
+def default_kernels() -> tuple[Kernel, ...]:
+    """The kernel set used when a learner is given ``kernels=None``.
+
+    Three Gaussian bandwidths spread over two decades around ``1/d`` plus a
+    linear and a quadratic kernel, all on every feature.  Meant for
+    standardised inputs (put a ``StandardScaler`` in front).
+
+    >>> [type(k).__name__ for k in default_kernels()]
+    ['RBF', 'RBF', 'RBF', 'Linear', 'Polynomial']
+    """
+    return (
+        RBF(gamma_scale=0.1),
+        RBF(gamma_scale=1.0),
+        RBF(gamma_scale=10.0),
+        Linear(normalize=True),
+        Polynomial(degree=2, normalize=True),
+    )
+
+
+def check_kernels(kernels) -> tuple[Kernel, ...]:
+    """Validate a user's ``kernels`` parameter; returns a tuple of kernels."""
+    if kernels is None:
+        return default_kernels()
+    if isinstance(kernels, Kernel):
+        kernels = (kernels,)
+    try:
+        kernels = tuple(kernels)
+    except TypeError:
+        raise TypeError(
+            f"kernels={kernels!r}: expected a sequence of onlinemkl.kernels.Kernel objects, "
+            "e.g. kernels=(RBF(gamma=0.1), Linear())"
+        ) from None
+    if not kernels:
+        raise ValueError("kernels=(): give at least one kernel, or None for the default set")
+    for i, k in enumerate(kernels):
+        if not isinstance(k, Kernel) or type(k) is Kernel:
+            raise TypeError(
+                f"kernels[{i}]={k!r} is not a kernel; use onlinemkl.kernels.Linear, "
+                "Polynomial, RBF, Laplacian or BSpline"
+            )
+    return kernels
+
+
+class CompiledKernels:
+    """The integer-coded arrays the compiled code reads for a list of kernels.
+
+    Built at the boundary from the kernel objects and the current feature
+    index (group columns can grow when new features appear in a stream).
+    """
+
+    __slots__ = ("kernels", "groups", "codes", "params", "kgroup", "granges", "gptr", "gl1", "_resolved")
+
+    def __init__(self, kernels: Sequence[Kernel]):
+        self.kernels = tuple(kernels)
+        # Kernels that read the same feature group share one group (one pass).
+        self.groups: list = []
+        kgroup = []
+        for k in self.kernels:
+            if k.group not in self.groups:
+                self.groups.append(k.group)
+            kgroup.append(self.groups.index(k.group))
+        F = len(self.kernels)
+        self.codes = np.array([k.code for k in self.kernels], dtype=np.int64)
+        self.kgroup = np.array(kgroup, dtype=np.int64)
+        self.params = np.zeros((F, 4))
+        self.params[:, 3] = [1.0 if k.normalize else 0.0 for k in self.kernels]
+        self.gl1 = np.zeros(len(self.groups), dtype=np.int64)
+        for k, g in zip(self.kernels, kgroup):
+            if k.code == _ck.LAPLACIAN:
+                self.gl1[g] = 1
+        self.granges = np.zeros((0, 2), dtype=np.int64)
+        self.gptr = np.zeros(len(self.groups) + 1, dtype=np.int64)
+        self._resolved = False
+
+    @property
+    def n_kernels(self) -> int:
+        return len(self.kernels)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+    def set_columns(self, group_columns: Sequence[np.ndarray], freeze_params: bool = True):
+        """Set each group's columns; resolve relative bandwidths the first time."""
+        ranges, ptr = [], [0]
+        for cols in group_columns:
+            ranges.extend(_to_ranges(np.asarray(cols, dtype=np.int64)))
+            ptr.append(len(ranges))
+        self.granges = np.array(ranges, dtype=np.int64).reshape(-1, 2)
+        self.gptr = np.array(ptr, dtype=np.int64)
+        if not self._resolved:
+            for j, k in enumerate(self.kernels):
+                self.params[j, :3] = k.resolved_params(len(group_columns[self.kgroup[j]]))
+            self._resolved = freeze_params
+
+    def arrays(self):
+        return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
+
+
+def _to_ranges(cols: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted column indices -> list of contiguous ``[start, stop)`` ranges."""
+    if cols.size == 0:
+        return []
+    cols = np.unique(cols)
+    breaks = np.nonzero(np.diff(cols) != 1)[0]
+    starts = np.concatenate(([cols[0]], cols[breaks + 1]))
+    stops = np.concatenate((cols[breaks] + 1, [cols[-1] + 1]))
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+def resolve_group_columns(groups, n_features: int, lookup=None) -> list[np.ndarray]:
+    """Column indices of each group: ``None`` -> all columns, names via ``lookup``."""
+    out = []
+    for group in groups:
+        if group is None:
+            out.append(np.arange(n_features, dtype=np.int64))
+            continue
+        cols = []
+        for f in group:
+            if lookup is not None:
+                c = lookup(f)
+                if c is None:
+                    continue  # a named feature not seen yet: it joins the group when it appears
+            else:
+                if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
+                    raise ValueError(
+                        f"kernel group {group!r}: {f!r} is not a column index; with arrays, "
+                        "groups are tuples of integer columns"
+                    )
+                c = int(f)
+                if not 0 <= c < n_features:
+                    raise ValueError(
+                        f"kernel group {group!r}: column {c} is out of range for {n_features} features"
+                    )
+            cols.append(c)
+        out.append(np.array(sorted(cols), dtype=np.int64))
+    return out
+
+
+def _group_quantities(X, Z, cols, need_l1):
+    Xg = X[:, cols]
+    Zg = Z[:, cols]
+    dots = Xg @ Zg.T
+    xsq = np.einsum("ij,ij->i", Xg, Xg)
+    zsq = np.einsum("ij,ij->i", Zg, Zg)
+    sqd = np.maximum(xsq[:, None] + zsq[None, :] - 2.0 * dots, 0.0)
+    l1 = None
+    if need_l1:
+        # Blocked to keep the temporary (rows x cols x features) small.
+        l1 = np.empty_like(dots)
+        step = max(1, 2**20 // max(1, Zg.shape[0] * max(1, Zg.shape[1])))
+        for a in range(0, Xg.shape[0], step):
+            l1[a:a + step] = np.abs(Xg[a:a + step, None, :] - Zg[None, :, :]).sum(axis=2)
+    return dots, sqd, l1, xsq, zsq
+
+
+def _values(code, p, dots, sqd, l1):
+    if code == _ck.LINEAR:
+        return dots.copy()
+    if code == _ck.POLYNOMIAL:
+        return (p[2] * dots + p[1]) ** int(p[0])
+    if code == _ck.RBF:
+        return np.exp(-p[0] * sqd)
+    if code == _ck.LAPLACIAN:
+        return np.exp(-p[0] * l1)
+    return np.maximum(0.0, 1.0 - np.sqrt(sqd) / p[0])
+
+
+def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndarray:
+    """Kernel values ``out[j, a, i] = K_j(Xq_a, S_i)`` with BLAS matrix products.
+
+    The batch counterpart of the compiled kernel row: one matrix product per
+    feature group, shared by every kernel on that group.
+    """
+    F = ck.n_kernels
+    out = np.empty((F, Xq.shape[0], S.shape[0]))
+    for g in range(ck.n_groups):
+        cols = np.concatenate(
+            [np.arange(a, b) for a, b in ck.granges[ck.gptr[g]:ck.gptr[g + 1]]] or [np.zeros(0, np.int64)]
+        ).astype(np.int64)
+        dots, sqd, l1, xsq, zsq = _group_quantities(Xq, S, cols, bool(ck.gl1[g]))
+        for j in np.nonzero(ck.kgroup == g)[0]:
+            p = ck.params[j]
+            v = _values(ck.codes[j], p, dots, sqd, l1)
+            if p[3] != 0.0:
+                dx = _values(ck.codes[j], p, xsq, np.zeros_like(xsq), np.zeros_like(xsq))
+                dz = _values(ck.codes[j], p, zsq, np.zeros_like(zsq), np.zeros_like(zsq))
+                den = dx[:, None] * dz[None, :]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    v = np.where(den > 0, v / np.sqrt(np.where(den > 0, den, 1.0)), 0.0)
+            out[j] = v
+    return out
+
+
+def kernel_matrix(X, Z=None, kernels=None) -> np.ndarray:
+    """Kernel matrices of every kernel between the rows of ``X`` and ``Z``.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+    Z : array of shape (m, d), default ``X``
+    kernels : sequence of :class:`Kernel`, default :func:`default_kernels`
+        Groups are column indices; relative bandwidths use the group size.
+
+    Returns
+    -------
+    array of shape (n_kernels, n, m)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.eye(3)
+    >>> kernel_matrix(X, kernels=[Linear()])[0]
+    array([[1., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 1.]])
+    """
+    X = _as_matrix("X", X)
+    Z = X if Z is None else _as_matrix("Z", Z)
+    if Z.shape[1] != X.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}; they must match")
+    ck = CompiledKernels(check_kernels(kernels))
+    ck.set_columns(resolve_group_columns(ck.groups, X.shape[1]))
+    return block_kernels(X, Z, ck)
+
+
+def _as_matrix(name, A):
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features); got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinite values; remove or impute them first")
+    return A
+
+
+def mean_distance(X, metric: str = "euclidean", max_samples: int = 1000, seed: int = 0) -> float:
+    """Mean pairwise distance on (a sample of) ``X``: the OBSCURE papers' bandwidth.
+
+    Orabona et al. turn a distance ``d`` into the kernel ``exp(-d / gamma)``
+    with ``gamma`` the mean pairwise distance of the training data.  Use it as
+    ``RBF(gamma=1 / mean_distance(X, 'sqeuclidean'))`` or with
+    :func:`distance_kernel` on a precomputed distance matrix.
+
+    >>> import numpy as np
+    >>> round(mean_distance(np.array([[0.0], [2.0]])), 6)
+    2.0
+    """
+    from scipy.spatial.distance import pdist
+
+    X = _as_matrix("X", X)
+    if X.shape[0] < 2:
+        raise ValueError("mean_distance needs at least 2 rows")
+    if X.shape[0] > max_samples:
+        X = X[np.random.default_rng(seed).choice(X.shape[0], max_samples, replace=False)]
+    names = {"euclidean": "euclidean", "sqeuclidean": "sqeuclidean", "l1": "cityblock", "cityblock": "cityblock"}
+    if metric not in names:
+        raise ValueError(f"metric={metric!r}: choose one of {sorted(names)}")
+    return float(np.mean(pdist(X, names[metric])))
+
+
+def distance_kernel(D, gamma: float | None = None) -> np.ndarray:
+    """``exp(-D / gamma)`` for a precomputed distance matrix, ``gamma`` = mean of ``D`` by default.
+
+    >>> import numpy as np
+    >>> np.round(distance_kernel(np.array([[0.0, 1.0], [1.0, 0.0]])), 4)
+    array([[1.    , 0.1353],
+           [0.1353, 1.    ]])
+    """
+    D = np.asarray(D, dtype=np.float64)
+    if np.any(D < 0) or not np.all(np.isfinite(D)):
+        raise ValueError("D must hold finite, non-negative distances")
+    if gamma is None:
+        gamma = float(D.mean())
+    gamma = _positive("gamma", gamma)
+    return np.exp(-D / gamma)
+
+
+FeatureName = Hashable

@@ -1,0 +1,487 @@
+"""OBSCURE: online-batch strongly convex multi kernel learning (Orabona, Jie & Caputo 2012).
+
+Two faces over one engine:
+
+* :class:`OBSCUREClassifier` -- the array API (scikit-learn estimator:
+  ``fit``, ``partial_fit``, ``predict``, ``decision_function``, ...);
+* :class:`onlinemkl.river.OBSCUREClassifier` -- the river classifier (dicts).
+
+Both drive :class:`ObscureEngine`, which owns the state (plain numpy arrays)
+and makes exactly one compiled call per example.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from . import _config
+from ._buffer import SupportBuffer
+from ._core import buffer as _cb
+from ._core import kernels as _ck
+from ._core import obscure as _co
+from ._validation import check_choice, check_number, check_rows
+from .kernels import CompiledKernels, block_kernels, check_kernels, resolve_group_columns
+
+__all__ = ["OBSCUREClassifier", "ObscureEngine", "default_p", "default_eta"]
+
+EVICTION = {"oldest": _cb.EVICT_OLDEST, "least_impact": _cb.EVICT_LEAST_IMPACT}
+
+
+def default_p(n_kernels: int) -> float:
+    """The authors' default: ``q = 2 ln F`` (at least 2), ``p = q / (q - 1)``.
+
+    >>> round(default_p(5), 4)
+    1.4508
+    >>> default_p(2)
+    2.0
+    """
+    q = max(2.0, 2.0 * math.log(n_kernels))
+    return q / (q - 1.0)
+
+
+def default_eta(n_kernels: int, q: float) -> float:
+    """The authors' stage-1 step ``eta = F^(-2/q)``."""
+    return float(n_kernels) ** (-2.0 / q)
+
+
+class ObscureEngine:
+    """The state and the per-example steps of OBSCURE (internal; use the estimators).
+
+    State is plain numpy: the support buffer, the raw squared norms
+    ``theta_sq``, and the small ``hyper``/``istate``/``fstate`` arrays that the
+    compiled step reads and updates in place (indices in
+    :mod:`onlinemkl._core.obscure`).
+    """
+
+    def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None):
+        self.ck = CompiledKernels(kernels)
+        F = self.ck.n_kernels
+        self.p = float(p)
+        self.q = self.p / (self.p - 1.0) if self.p > 1.0 else math.inf
+        self.hyper = np.zeros(_co.N_HYPER)
+        self.hyper[_co.H_Q] = self.q
+        self.hyper[_co.H_ETA] = default_eta(F, self.q) if eta is None else eta
+        self.hyper[_co.H_LAM] = lam
+        self.hyper[_co.H_R] = math.inf if R is None else R
+        self.hyper[_co.H_STAGE] = 1.0
+        self.hyper[_co.H_PEGASOS] = 1.0 if pegasos else 0.0
+        self.hyper[_co.H_BUDGET] = 0 if budget is None else budget
+        self.hyper[_co.H_POLICY] = EVICTION[eviction]
+        self.hyper[_co.H_BINARY] = 1.0 if binary else 0.0
+        self.hyper[_co.H_NCLASS] = 1 if binary else 0
+        self.istate = np.zeros(_co.N_ISTATE, dtype=np.int64)
+        self.fstate = np.zeros(_co.N_FSTATE)
+        self.fstate[_co.F_SCALE] = 1.0
+        self.theta_sq = np.zeros(F)
+        self.buf = SupportBuffer(F, self.ck.n_groups, 1, budget=budget)
+        self.n_features = 0
+        self.g = np.zeros((F, 2))
+        self.scores = np.zeros(2)
+        self.krow = np.zeros((F, 0))
+
+    # -- shape management (Python side, rare) -------------------------------------------
+
+    @property
+    def binary(self) -> bool:
+        return self.hyper[_co.H_BINARY] != 0.0
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.binary else int(self.hyper[_co.H_NCLASS])
+
+    @property
+    def n_support(self) -> int:
+        return int(self.istate[_co.I_N])
+
+    @property
+    def stage(self) -> int:
+        return int(self.hyper[_co.H_STAGE])
+
+    def set_features(self, n_features: int, lookup=None) -> None:
+        """Declare ``n_features`` columns (grows, never shrinks); recompute the groups."""
+        if n_features < self.n_features:
+            raise ValueError("the number of features cannot shrink")
+        self.n_features = n_features
+        self.buf.ensure_columns(n_features)
+        self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+
+    def set_n_classes(self, n_classes: int) -> None:
+        if self.binary:
+            return
+        self.hyper[_co.H_NCLASS] = n_classes
+        if self.g.shape[1] < n_classes:
+            cap = max(n_classes, 2 * self.g.shape[1])
+            self.g = np.zeros((self.ck.n_kernels, cap))
+            self.scores = np.zeros(cap)
+
+    def _core_args(self):
+        b = self.buf
+        return (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef) + self.ck.arrays()
+
+    # -- per example ------------------------------------------------------------------
+
+    def learn(self, x: np.ndarray, y: int):
+        """One step; ``x`` float64 contiguous of length ``n_features``; ``y`` output index or +-1."""
+        n = self.n_support
+        self.buf.ensure_rows(n + 1)
+        b = self.buf
+        use_krow = 0
+        if n >= _config.PARALLEL_MIN_ROWS:
+            if self.krow.shape[1] < b.capacity:
+                self.krow = np.zeros((self.ck.n_kernels, b.capacity))
+            xsq = np.empty(self.ck.n_groups)
+            xdiag = np.empty(self.ck.n_kernels)
+            codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
+            _ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+            _ck.kernel_row_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup,
+                                    granges, gptr, gl1, self.krow)
+            use_krow = 1
+        return _co.obscure_learn(
+            x, y, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
+            self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, self.krow, use_krow,
+        )
+
+    def scores_one(self, x: np.ndarray) -> np.ndarray:
+        _co.obscure_scores(x, *self._core_args(), self.theta_sq, self.istate, self.fstate, self.hyper,
+                           self.g, self.scores)
+        return self.scores[: self.n_outputs].copy()
+
+    # -- batch --------------------------------------------------------------------------
+
+    def kernel_weights(self) -> np.ndarray:
+        """Normalised ``||w^j||`` (sums to 1; uniform before any update)."""
+        a = np.empty(self.ck.n_kernels)
+        _co.mirror_weights(self.theta_sq, self.q, a)
+        w = a * np.sqrt(np.maximum(self.theta_sq, 0.0))
+        s = w.sum()
+        return w / s if s > 0 else np.full_like(w, 1.0 / w.size)
+
+    def coefficient_matrix(self) -> np.ndarray:
+        """Per stored example, its coefficient on each output: ``(n_support, n_outputs)``."""
+        n = self.n_support
+        b = self.buf
+        M = np.zeros((n, self.n_outputs))
+        rows = np.arange(n)
+        M[rows, b.ypos[:n]] += b.coef[:n, 0]
+        neg = b.yneg[:n] >= 0
+        M[rows[neg], b.yneg[:n][neg]] -= b.coef[:n, 0][neg]
+        return M
+
+    def scores_many(self, X: np.ndarray, block: int = 2048) -> np.ndarray:
+        """Scores of many examples with BLAS products (``predict_many`` path)."""
+        n = self.n_support
+        out = np.zeros((X.shape[0], self.n_outputs))
+        if n == 0 or X.shape[0] == 0:
+            return out
+        a = np.empty(self.ck.n_kernels)
+        _co.mirror_weights(self.theta_sq, self.q, a)
+        M = self.coefficient_matrix() * self.fstate[_co.F_SCALE]
+        S = self.buf.S[:n, : self.n_features]
+        for start in range(0, X.shape[0], block):
+            K = block_kernels(X[start:start + block], S, self.ck)  # (F, b, n)
+            Kw = np.tensordot(a, K, axes=(0, 0))  # sum_j a_j K_j
+            out[start:start + block] = Kw @ M
+        return out
+
+    def w_norm_p(self) -> float:
+        """``||w||_{2,p} = (1/q) ||theta||_{2,q}``."""
+        return self.fstate[_co.F_SCALE] * _co.group_qnorm(self.theta_sq, self.q) / self.q
+
+    def switch_to_stage2(self, R: float) -> None:
+        self.hyper[_co.H_R] = R
+        self.hyper[_co.H_STAGE] = 2.0
+        self.istate[_co.I_T] = 0
+        self.fstate[_co.F_S] = 0.0
+
+    def radius_from_loss(self, mean_loss: float) -> float:
+        """``R^2 = ||w||_{2,p}^2 + 2 mean_loss / lambda``, capped at ``2 / lambda`` (Alg. 1 output)."""
+        lam = self.hyper[_co.H_LAM]
+        r2 = self.w_norm_p() ** 2 + 2.0 * mean_loss / lam
+        return math.sqrt(min(r2, 2.0 / lam))
+
+    def recompute_theta_sq(self) -> np.ndarray:
+        """``||raw theta^j||^2`` recomputed from the buffer (O(n^2); for tests)."""
+        b = self.buf
+        return _co.theta_sq_from_buffer(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, self.n_support,
+                                        *self.ck.arrays(), max(self.n_outputs, 1))
+
+
+def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndarray:
+    """Hinge (binary, ``y`` in +-1) or Crammer-Singer hinge losses of score rows."""
+    if binary:
+        return np.maximum(0.0, 1.0 - y_idx * scores[:, 0])
+    n = scores.shape[0]
+    s = scores.copy()
+    sy = s[np.arange(n), y_idx]
+    s[np.arange(n), y_idx] = -np.inf
+    return np.maximum(0.0, 1.0 - (sy - s.max(axis=1)))
+
+
+class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
+    """OBSCURE multiple kernel classifier: p-norm MKL, online stage 1 + stochastic stage 2.
+
+    Learns a kernel predictor and the weight of each kernel, one example at a
+    time (``partial_fit``) or from a data set (``fit``: epochs of stage 1 until
+    an epoch without margin errors, then epochs of stage 2 on random examples,
+    as the authors' toolbox).
+
+    Parameters
+    ----------
+    kernels : sequence of onlinemkl.kernels.Kernel, default None
+        The kernels to combine; None uses :func:`onlinemkl.kernels.default_kernels`
+        (three RBF bandwidths, linear and quadratic; meant for standardised inputs).
+    p : float in (1, 2], default None
+        The group norm ``||w||_{2,p}``.  Near 1 gives sparse kernel weights, 2 the
+        plain sum of kernels.  None: the authors' ``q = 2 ln F``, ``p = q/(q-1)``.
+    lam : float > 0, default None
+        Regularisation ``lambda`` of the objective ``lambda/2 ||w||_{2,p}^2 + mean loss``.
+        None: ``1 / (C N)`` with ``N`` the training set size in ``fit``, or
+        ``switch_after`` in ``partial_fit``.
+    C : float > 0, default 1.0
+        The SVM-style constant used when ``lam`` is None.
+    eta : float > 0, default None
+        Stage-1 step size; None: the authors' ``F^(-2/q)``.
+    stage1_epochs, stage2_epochs : int, default 5
+        Epochs of each stage in ``fit`` (stage 1 stops early after an epoch
+        without margin errors; ``stage2_epochs=0`` gives stage 1 only).
+    switch_after : int or None, default 1000
+        ``partial_fit``: examples of stage 1 before stage 2 starts (None: never,
+        stage 1 only).  The radius ``R`` then comes from the stage-1 norm and the
+        mean online hinge loss of stage 1.
+    pegasos : bool, default False
+        Stage 2 with ``s_t = 0``: the paper's Pegasos-MKL baseline.
+    budget : int or None, default None
+        Maximum stored examples (None: unbounded; memory grows with the number of updates).
+    eviction : {'oldest', 'least_impact'}, default 'oldest'
+        Which stored example a full buffer drops: the oldest (sliding window),
+        or the one whose removal changes the predictor least.
+    loss : {'auto', 'hinge', 'multiclass_hinge'}, default 'auto'
+        'auto': binary hinge for two classes, Crammer-Singer hinge for more.
+    random_state : int or None, default None
+        Seed of the random example order in ``fit``.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    kernel_weights_ : ndarray of shape (n_kernels,)
+        Normalised ``||w^j||`` (sums to 1).
+    n_support_ : int
+    stage_ : int
+    R_ : float or None
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from onlinemkl import OBSCUREClassifier
+    >>> from onlinemkl.kernels import RBF, Linear
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = OBSCUREClassifier(kernels=[RBF(gamma=0.5), Linear()], random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.9)
+    True
+    >>> clf.kernel_weights_.shape
+    (2,)
+    """
+
+    def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs=5,
+                 switch_after=1000, pegasos=False, budget=None, eviction="oldest", loss="auto",
+                 random_state=None):
+        self.kernels = kernels
+        self.p = p
+        self.lam = lam
+        self.C = C
+        self.eta = eta
+        self.stage1_epochs = stage1_epochs
+        self.stage2_epochs = stage2_epochs
+        self.switch_after = switch_after
+        self.pegasos = pegasos
+        self.budget = budget
+        self.eviction = eviction
+        self.loss = loss
+        self.random_state = random_state
+
+    # -- validation ----------------------------------------------------------------------
+
+    def _checked_params(self):
+        kernels = check_kernels(self.kernels)
+        F = len(kernels)
+        p = default_p(F) if self.p is None else check_number(
+            "p", self.p, low=1.0, high=2.0, low_open=True,
+            hint=" (OBSCURE needs 1 < p <= 2; use p close to 1, e.g. 1.01, for sparse kernel weights)")
+        check_number("lam", self.lam, low=0.0, low_open=True, allow_none=True)
+        check_number("C", self.C, low=0.0, low_open=True)
+        check_number("eta", self.eta, low=0.0, low_open=True, allow_none=True)
+        check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
+        check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True)
+        check_number("switch_after", self.switch_after, low=1, integer=True, allow_none=True)
+        check_number("budget", self.budget, low=1, integer=True, allow_none=True)
+        check_choice("eviction", self.eviction, tuple(EVICTION))
+        check_choice("loss", self.loss, ("auto", "hinge", "multiclass_hinge"))
+        return kernels, p
+
+    def _new_engine(self, classes, lam):
+        kernels, p = self._checked_params()
+        binary = self.loss == "hinge" or (self.loss == "auto" and len(classes) == 2)
+        if self.loss == "hinge" and len(classes) != 2:
+            raise ValueError(f"loss='hinge' is binary but there are {len(classes)} classes; use loss='multiclass_hinge'")
+        eng = ObscureEngine(kernels, p, self.eta, lam, self.budget, self.eviction, bool(self.pegasos), binary)
+        eng.set_n_classes(len(classes))
+        return eng
+
+    def _encode(self, y):
+        """Labels -> output indices (multiclass) or +-1 (binary), checking they are known."""
+        y = np.asarray(y)
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        unknown = self.classes_[idx] != y
+        if np.any(unknown):
+            bad = y[np.argmax(unknown)]
+            raise ValueError(
+                f"y contains the label {bad!r}, which is not among the declared classes "
+                f"{self.classes_.tolist()}; declare every label with partial_fit(X, y, classes=...) on the first call"
+            )
+        if self._engine.binary:
+            return np.where(idx == 1, 1, -1).astype(np.int64)
+        return idx.astype(np.int64)
+
+    # -- learning ------------------------------------------------------------------------
+
+    def fit(self, X, y):
+        """Stage 1 epochs (until one without margin errors), then stage 2 epochs on random examples."""
+        X = check_rows(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-D with one label per row of X ({X.shape[0]}); got shape {y.shape}")
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}); a classifier needs at least 2")
+        N = X.shape[0]
+        lam = self.lam if self.lam is not None else 1.0 / (self.C * N)
+        engine = self._new_engine(classes, lam)
+        engine.set_features(X.shape[1])
+        self.classes_ = classes
+        self._engine = engine
+        self.n_features_in_ = X.shape[1]
+        yi = self._encode(y)
+        rng = np.random.default_rng(self.random_state)
+        for _ in range(self.stage1_epochs):
+            errors = 0
+            for i in rng.permutation(N):
+                _, _, updated = engine.learn(X[i], yi[i])
+                errors += updated
+            if errors == 0:
+                break
+        self.stage1_updates_ = int(engine.istate[_co.I_UPDATES])
+        if self.stage2_epochs > 0:
+            mean_loss = float(hinge_losses(engine.scores_many(X), yi, engine.binary).mean())
+            engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
+            for i in rng.integers(0, N, size=self.stage2_epochs * N):
+                engine.learn(X[i], yi[i])
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn from a mini-batch, one example at a time (stage 1, then stage 2 after ``switch_after``).
+
+        ``classes`` (every label that can ever occur) is required on the first call.
+        A rejected batch leaves the model unchanged.
+        """
+        first = not hasattr(self, "_engine")
+        if first:
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit, e.g. classes=[0, 1, 2]")
+            classes = np.unique(np.asarray(classes))
+            if len(classes) < 2:
+                raise ValueError(f"classes={classes.tolist()!r}: a classifier needs at least 2 classes")
+        X = check_rows(X, n_features=None if first else self.n_features_in_)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-D with one label per row of X ({X.shape[0]}); got shape {y.shape}")
+        if first:
+            lam = self.lam if self.lam is not None else 1.0 / (self.C * (self.switch_after or 1000))
+            engine = self._new_engine(classes, lam)
+            engine.set_features(X.shape[1])
+            old = None
+        else:
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+                raise ValueError(f"classes={list(classes)!r} differs from the first call's {self.classes_.tolist()}")
+            engine = self._engine
+            old = self.classes_
+        self.classes_ = classes if first else old
+        prev_engine = getattr(self, "_engine", None)
+        self._engine = engine
+        try:
+            yi = self._encode(y)
+        except ValueError:
+            if first:
+                del self._engine
+                del self.classes_
+            raise
+        del prev_engine
+        self.n_features_in_ = X.shape[1]
+        for i in range(X.shape[0]):
+            stream_step(engine, X[i], yi[i], self.switch_after)
+        return self
+
+    # -- prediction ----------------------------------------------------------------------
+
+    def decision_function(self, X):
+        """Scores: shape (n,) for two classes (positive means ``classes_[1]``), else (n, n_classes)."""
+        check_is_fitted(self, "_engine")
+        X = check_rows(X, n_features=self.n_features_in_)
+        s = self._engine.scores_many(X)
+        return s[:, 0] if self._engine.binary else s
+
+    def predict(self, X):
+        s = self.decision_function(X)
+        if s.ndim == 1:
+            return self.classes_[(s > 0).astype(int)]
+        return self.classes_[np.argmax(s, axis=1)]
+
+    # -- attributes ----------------------------------------------------------------------
+
+    @property
+    def kernel_weights_(self):
+        check_is_fitted(self, "_engine")
+        return self._engine.kernel_weights()
+
+    @property
+    def n_support_(self):
+        check_is_fitted(self, "_engine")
+        return self._engine.n_support
+
+    @property
+    def stage_(self):
+        check_is_fitted(self, "_engine")
+        return self._engine.stage
+
+    @property
+    def R_(self):
+        check_is_fitted(self, "_engine")
+        R = self._engine.hyper[_co.H_R]
+        return None if math.isinf(R) else float(R)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
+    """One streaming step with the stage switch: stage 2 after ``switch_after`` stage-1 examples.
+
+    ``R`` comes from the stage-1 solution and the mean online hinge loss of
+    stage 1 (the running estimate of the training loss).
+    """
+    out = engine.learn(x, yi)
+    if engine.stage == 1 and switch_after is not None and engine.istate[_co.I_CLOCK] >= switch_after:
+        mean_loss = engine.fstate[_co.F_LOSS_SUM] / max(engine.fstate[_co.F_LOSS_N], 1.0)
+        engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
+    return out
