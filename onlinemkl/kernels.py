@@ -304,7 +304,8 @@ class CompiledKernels:
         if not self._resolved:
             for j, k in enumerate(self.kernels):
                 self.params[j, :3] = k.resolved_params(len(group_columns[self.kgroup[j]]))
-            self._resolved = freeze_params
+            # Freeze relative bandwidths once every group has seen its features.
+            self._resolved = freeze_params and all(len(c) > 0 for c in group_columns)
 
     def arrays(self):
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1

@@ -58,7 +58,7 @@ class ObscureEngine:
     :mod:`onlinemkl._core.obscure`).
     """
 
-    def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None):
+    def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0):
         self.ck = CompiledKernels(kernels)
         F = self.ck.n_kernels
         self.p = float(p)
@@ -66,7 +66,9 @@ class ObscureEngine:
         self.hyper = np.zeros(_co.N_HYPER)
         self.hyper[_co.H_Q] = self.q
         self.hyper[_co.H_ETA] = default_eta(F, self.q) if eta is None else eta
-        self.hyper[_co.H_LAM] = lam
+        # lam = None: set to 1 / (C N) when stage 2 starts, N = examples seen by then.
+        self.hyper[_co.H_LAM] = 0.0 if lam is None else lam
+        self.C = float(C)
         self.hyper[_co.H_R] = math.inf if R is None else R
         self.hyper[_co.H_STAGE] = 1.0
         self.hyper[_co.H_PEGASOS] = 1.0 if pegasos else 0.0
@@ -192,7 +194,12 @@ class ObscureEngine:
         """``||w||_{2,p} = (1/q) ||theta||_{2,q}``."""
         return self.fstate[_co.F_SCALE] * _co.group_qnorm(self.theta_sq, self.q) / self.q
 
-    def switch_to_stage2(self, R: float) -> None:
+    def switch_to_stage2(self, R: float | None = None) -> None:
+        """Start stage 2 with radius ``R`` (default: from the stage-1 solution and its mean online loss)."""
+        if self.hyper[_co.H_LAM] == 0.0:
+            self.hyper[_co.H_LAM] = 1.0 / (self.C * max(int(self.istate[_co.I_CLOCK]), 1))
+        if R is None:
+            R = self.radius_from_loss(self.fstate[_co.F_LOSS_SUM] / max(self.fstate[_co.F_LOSS_N], 1.0))
         self.hyper[_co.H_R] = R
         self.hyper[_co.H_STAGE] = 2.0
         self.istate[_co.I_T] = 0
@@ -222,6 +229,32 @@ def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndar
     return np.maximum(0.0, 1.0 - (sy - s.max(axis=1)))
 
 
+def check_labels(y, n_rows):
+    """A 1-D array of classification labels, one per row."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1 or y.shape[0] != n_rows:
+        raise ValueError(f"y must be 1-D with one label per row of X ({n_rows} rows); got shape {y.shape}")
+    check_classification_targets(y)
+    return y
+
+
+def encode_labels(y, classes, binary):
+    """Labels -> output indices (multiclass) or +-1 (binary); unknown labels are an error."""
+    idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    unknown = classes[idx] != y
+    if np.any(unknown):
+        bad = y[np.argmax(unknown)]
+        raise ValueError(
+            f"y contains the label {bad!r}, which is not among the declared classes {classes.tolist()}; "
+            "declare every label with partial_fit(X, y, classes=...) on the first call"
+        )
+    if binary:
+        return np.where(idx == 1, 1, -1).astype(np.int64)
+    return idx.astype(np.int64)
+
+
 class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
     """OBSCURE multiple kernel classifier: p-norm MKL, online stage 1 + stochastic stage 2.
 
@@ -240,8 +273,8 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         plain sum of kernels.  None: the authors' ``q = 2 ln F``, ``p = q/(q-1)``.
     lam : float > 0, default None
         Regularisation ``lambda`` of the objective ``lambda/2 ||w||_{2,p}^2 + mean loss``.
-        None: ``1 / (C N)`` with ``N`` the training set size in ``fit``, or
-        ``switch_after`` in ``partial_fit``.
+        None: ``1 / (C N)`` with ``N`` the training set size in ``fit``, or the
+        number of examples seen at the switch in ``partial_fit``.
     C : float > 0, default 1.0
         The SVM-style constant used when ``lam`` is None.
     eta : float > 0, default None
@@ -249,10 +282,12 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
     stage1_epochs, stage2_epochs : int, default 5
         Epochs of each stage in ``fit`` (stage 1 stops early after an epoch
         without margin errors; ``stage2_epochs=0`` gives stage 1 only).
-    switch_after : int or None, default 1000
-        ``partial_fit``: examples of stage 1 before stage 2 starts (None: never,
-        stage 1 only).  The radius ``R`` then comes from the stage-1 norm and the
-        mean online hinge loss of stage 1.
+    switch_after : int, 'auto' or None, default 'auto'
+        ``partial_fit``: when stage 2 starts.  An int: after that many examples;
+        'auto': once stage-1 updates stop (500 consecutive examples without a
+        margin error; a noisy stream may never switch); None: stage 1 only.
+        The radius ``R`` then comes from the stage-1 norm and the mean online
+        hinge loss of stage 1.
     pegasos : bool, default False
         Stage 2 with ``s_t = 0``: the paper's Pegasos-MKL baseline.
     budget : int or None, default None
@@ -291,7 +326,7 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs=5,
-                 switch_after=1000, pegasos=False, budget=None, eviction="oldest", loss="auto",
+                 switch_after="auto", pegasos=False, budget=None, eviction="oldest", loss="auto",
                  random_state=None):
         self.kernels = kernels
         self.p = p
@@ -320,7 +355,7 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         check_number("eta", self.eta, low=0.0, low_open=True, allow_none=True)
         check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
         check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True)
-        check_number("switch_after", self.switch_after, low=1, integer=True, allow_none=True)
+        check_switch_after(self.switch_after)
         check_number("budget", self.budget, low=1, integer=True, allow_none=True)
         check_choice("eviction", self.eviction, tuple(EVICTION))
         check_choice("loss", self.loss, ("auto", "hinge", "multiclass_hinge"))
@@ -331,35 +366,17 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         binary = self.loss == "hinge" or (self.loss == "auto" and len(classes) == 2)
         if self.loss == "hinge" and len(classes) != 2:
             raise ValueError(f"loss='hinge' is binary but there are {len(classes)} classes; use loss='multiclass_hinge'")
-        eng = ObscureEngine(kernels, p, self.eta, lam, self.budget, self.eviction, bool(self.pegasos), binary)
+        eng = ObscureEngine(kernels, p, self.eta, lam, self.budget, self.eviction, bool(self.pegasos), binary,
+                            C=self.C)
         eng.set_n_classes(len(classes))
         return eng
-
-    def _encode(self, y):
-        """Labels -> output indices (multiclass) or +-1 (binary), checking they are known."""
-        y = np.asarray(y)
-        idx = np.searchsorted(self.classes_, y)
-        idx = np.clip(idx, 0, len(self.classes_) - 1)
-        unknown = self.classes_[idx] != y
-        if np.any(unknown):
-            bad = y[np.argmax(unknown)]
-            raise ValueError(
-                f"y contains the label {bad!r}, which is not among the declared classes "
-                f"{self.classes_.tolist()}; declare every label with partial_fit(X, y, classes=...) on the first call"
-            )
-        if self._engine.binary:
-            return np.where(idx == 1, 1, -1).astype(np.int64)
-        return idx.astype(np.int64)
 
     # -- learning ------------------------------------------------------------------------
 
     def fit(self, X, y):
         """Stage 1 epochs (until one without margin errors), then stage 2 epochs on random examples."""
         X = check_rows(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-D with one label per row of X ({X.shape[0]}); got shape {y.shape}")
-        check_classification_targets(y)
+        y = check_labels(y, X.shape[0])
         classes = np.unique(y)
         if len(classes) < 2:
             raise ValueError(f"y has a single class ({classes[0]!r}); a classifier needs at least 2")
@@ -367,10 +384,8 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         lam = self.lam if self.lam is not None else 1.0 / (self.C * N)
         engine = self._new_engine(classes, lam)
         engine.set_features(X.shape[1])
-        self.classes_ = classes
-        self._engine = engine
-        self.n_features_in_ = X.shape[1]
-        yi = self._encode(y)
+        yi = encode_labels(y, classes, engine.binary)
+        self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
         rng = np.random.default_rng(self.random_state)
         for _ in range(self.stage1_epochs):
             errors = 0
@@ -388,44 +403,30 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def partial_fit(self, X, y, classes=None):
-        """Learn from a mini-batch, one example at a time (stage 1, then stage 2 after ``switch_after``).
+        """Learn from a mini-batch, one example at a time (stage 1, then stage 2 per ``switch_after``).
 
         ``classes`` (every label that can ever occur) is required on the first call.
         A rejected batch leaves the model unchanged.
         """
         first = not hasattr(self, "_engine")
+        X = check_rows(X, n_features=None if first else self.n_features_in_)
+        y = check_labels(y, X.shape[0])
         if first:
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit, e.g. classes=[0, 1, 2]")
             classes = np.unique(np.asarray(classes))
             if len(classes) < 2:
                 raise ValueError(f"classes={classes.tolist()!r}: a classifier needs at least 2 classes")
-        X = check_rows(X, n_features=None if first else self.n_features_in_)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-D with one label per row of X ({X.shape[0]}); got shape {y.shape}")
-        if first:
-            lam = self.lam if self.lam is not None else 1.0 / (self.C * (self.switch_after or 1000))
-            engine = self._new_engine(classes, lam)
+            check_switch_after(self.switch_after)
+            engine = self._new_engine(classes, self.lam)
             engine.set_features(X.shape[1])
-            old = None
         else:
             if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
                 raise ValueError(f"classes={list(classes)!r} differs from the first call's {self.classes_.tolist()}")
-            engine = self._engine
-            old = self.classes_
-        self.classes_ = classes if first else old
-        prev_engine = getattr(self, "_engine", None)
-        self._engine = engine
-        try:
-            yi = self._encode(y)
-        except ValueError:
-            if first:
-                del self._engine
-                del self.classes_
-            raise
-        del prev_engine
-        self.n_features_in_ = X.shape[1]
+            engine, classes = self._engine, self.classes_
+        yi = encode_labels(y, classes, engine.binary)
+        # Everything is checked: commit.
+        self._engine, self.classes_, self.n_features_in_ = engine, classes, X.shape[1]
         for i in range(X.shape[0]):
             stream_step(engine, X[i], yi[i], self.switch_after)
         return self
@@ -474,14 +475,34 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
-def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
-    """One streaming step with the stage switch: stage 2 after ``switch_after`` stage-1 examples.
+#: ``switch_after='auto'``: stage 2 starts after this many consecutive examples without a margin error.
+AUTO_SWITCH_CLEAN_RUN = 500
 
-    ``R`` comes from the stage-1 solution and the mean online hinge loss of
-    stage 1 (the running estimate of the training loss).
+
+def check_switch_after(value):
+    if value is None or value == "auto":
+        return value
+    return check_number("switch_after", value, low=1, integer=True,
+                        hint=" (or 'auto', or None for stage 1 only)")
+
+
+def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
+    """One streaming step with the stage switch.
+
+    ``switch_after``: an int N switches to stage 2 after N examples; 'auto'
+    switches once stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN``
+    consecutive examples without a margin error (the streaming form of the
+    authors' rule "stop stage 1 after an epoch without margin errors"); None
+    never switches.  ``R`` comes from the stage-1 solution and the mean
+    online hinge loss of stage 1 (the running estimate of the training loss).
     """
     out = engine.learn(x, yi)
-    if engine.stage == 1 and switch_after is not None and engine.istate[_co.I_CLOCK] >= switch_after:
-        mean_loss = engine.fstate[_co.F_LOSS_SUM] / max(engine.fstate[_co.F_LOSS_N], 1.0)
-        engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
+    if engine.stage != 1 or switch_after is None:
+        return out
+    if switch_after == "auto":
+        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN
+    else:
+        switch = engine.istate[_co.I_CLOCK] >= switch_after
+    if switch:
+        engine.switch_to_stage2()
     return out

@@ -50,7 +50,8 @@ I_T = 1  # stage-2 step counter t
 I_UPDATES = 2  # steps with a non-zero subgradient
 I_CLOCK = 3  # examples seen (time stamps)
 I_EVICTIONS = 4
-N_ISTATE = 5
+I_CLEAN_RUN = 5  # consecutive examples without a margin error
+N_ISTATE = 6
 
 # Indices into the mutable ``fstate`` array.
 F_SCALE = 0  # global lazy scale of theta
@@ -192,6 +193,7 @@ def obscure_learn(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, 
     class_scores(g, a, fstate[F_SCALE], n_out, scores)
     loss, err, cpos, cneg, sign, yhat = hinge_step_direction(scores, y, n_out, binary)
     istate[I_CLOCK] += 1
+    istate[I_CLEAN_RUN] = 0 if err else istate[I_CLEAN_RUN] + 1
     fstate[F_LOSS_SUM] += loss
     fstate[F_LOSS_N] += 1.0
 

@@ -1,0 +1,14 @@
+"""river adapters: the only part of onlinemkl that imports river.
+
+Each adapter is a river estimator (``learn_one``/``predict_one`` on dicts) over
+the same compiled engine as the array API, so it composes with river's
+pipelines::
+
+    from river import preprocessing
+    from onlinemkl.river import OBSCUREClassifier
+    model = preprocessing.StandardScaler() | OBSCUREClassifier()
+"""
+
+from ._obscure import OBSCUREClassifier
+
+__all__ = ["OBSCUREClassifier"]

@@ -1,0 +1,209 @@
+"""river classifier for OBSCURE."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from river import base
+
+from .. import obscure as _ob
+from .._core import obscure as _co
+from .._validation import check_choice, check_number
+from ..kernels import check_kernels
+from ._features import FeatureIndex
+
+
+def softmax_dict(labels, scores) -> dict:
+    """``{label: softmax(scores)}``, computed with the max shifted out."""
+    s = np.asarray(scores, dtype=float)
+    e = np.exp(s - s.max())
+    e /= e.sum()
+    return {lab: float(v) for lab, v in zip(labels, e)}
+
+
+class OBSCUREClassifier(base.Classifier):
+    """OBSCURE multiple kernel classifier for river streams (dict in, label out).
+
+    Stage 1 (online p-norm mirror descent) for the first ``switch_after``
+    examples, then stage 2 (stochastic, with the adaptive step and the radius
+    ``R`` estimated from stage 1); see :class:`onlinemkl.OBSCUREClassifier`
+    for the parameters, which mean the same here.  Labels can be any hashable
+    values and may appear at any time (multiclass Crammer-Singer hinge; with
+    ``loss='hinge'`` the binary hinge, the first label seen being the negative
+    class).  Features may appear, disappear and come in any order: a missing
+    feature reads 0, so put a ``StandardScaler`` in front.  Kernel groups are
+    tuples of feature *names*.
+
+    ``predict_proba_one`` returns the softmax of the class scores (binary
+    hinge: the logistic function of the score).  These are monotone in the
+    scores, not calibrated probabilities.
+
+    Parameters
+    ----------
+    kernels
+        Tuple of :mod:`onlinemkl.kernels` kernels; None for the default set.
+    p
+        Group norm, in (1, 2]; None for the authors' default ``q = 2 ln F``.
+    lam
+        Regularisation; None for ``1 / (C N)``, N the examples seen when stage 2 starts.
+    C
+        Used when ``lam`` is None.
+    eta
+        Stage-1 step; None for ``F^(-2/q)``.
+    switch_after
+        When stage 2 starts: after this many examples, 'auto' (once stage-1
+        updates stop: 500 consecutive examples without a margin error), or
+        None (stage 1 only).
+    pegasos
+        Stage 2 with ``s_t = 0`` (Pegasos-MKL).
+    budget
+        Maximum stored examples; None for unbounded.
+    eviction
+        'oldest' or 'least_impact'.
+    loss
+        'multiclass_hinge' or 'hinge' (binary streams only).
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from onlinemkl.river import OBSCUREClassifier
+    >>> model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=500)
+    >>> metric = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    >>> metric.get() > 0.85
+    True
+    """
+
+    def __init__(self, kernels: tuple | None = None, p: float | None = None, lam: float | None = None,
+                 C: float = 1.0, eta: float | None = None, switch_after: int | str | None = "auto",
+                 pegasos: bool = False, budget: int | None = None, eviction: str = "oldest",
+                 loss: str = "multiclass_hinge"):
+        self.kernels = kernels
+        self.p = p
+        self.lam = lam
+        self.C = C
+        self.eta = eta
+        self.switch_after = switch_after
+        self.pegasos = pegasos
+        self.budget = budget
+        self.eviction = eviction
+        self.loss = loss
+        # Validate now: a bad parameter fails at construction, not mid-stream.
+        self._kernels = check_kernels(kernels)
+        F = len(self._kernels)
+        self._p = _ob.default_p(F) if p is None else check_number(
+            "p", p, low=1.0, high=2.0, low_open=True, hint=" (OBSCURE needs 1 < p <= 2)")
+        check_number("lam", lam, low=0.0, low_open=True, allow_none=True)
+        check_number("C", C, low=0.0, low_open=True)
+        check_number("eta", eta, low=0.0, low_open=True, allow_none=True)
+        _ob.check_switch_after(switch_after)
+        check_number("budget", budget, low=1, integer=True, allow_none=True)
+        check_choice("eviction", eviction, tuple(_ob.EVICTION))
+        check_choice("loss", loss, ("multiclass_hinge", "hinge"))
+        self._engine = _ob.ObscureEngine(self._kernels, self._p, eta, lam, budget, eviction,
+                                         bool(pegasos), loss == "hinge", C=C)
+        self._features = FeatureIndex()
+        self._labels: list = []
+        self._label_index: dict = {}
+
+    @property
+    def _multiclass(self):
+        return True
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"budget": 200}
+        yield {"budget": 100, "eviction": "least_impact", "switch_after": 50}
+        yield {"budget": 100, "loss": "hinge", "switch_after": 30, "pegasos": True}
+
+    # -- learning -------------------------------------------------------------------------
+
+    def _encode_label(self, y):
+        """Output index (multiclass) or +-1 (binary) of ``y``; registers a new label."""
+        try:
+            idx = self._label_index.get(y)
+        except TypeError:
+            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+        if idx is None:
+            if self._engine.binary and len(self._labels) == 2:
+                raise ValueError(
+                    f"label {y!r} is a third class, but loss='hinge' is binary; use loss='multiclass_hinge'"
+                )
+            idx = len(self._labels)
+            self._labels.append(y)
+            self._label_index[y] = idx
+            self._engine.set_n_classes(len(self._labels))
+        if self._engine.binary:
+            return 1 if idx == 1 else -1
+        return idx
+
+    def _row(self, x: dict, grow: bool) -> np.ndarray:
+        eng = self._engine
+        n_before = len(self._features)
+        row = self._features.row(x, grow)
+        if len(self._features) != n_before:
+            eng.set_features(len(self._features), self._features.lookup)
+        return row
+
+    def learn_one(self, x, y, **kwargs):
+        if y is None:
+            raise ValueError("y is None; learn_one needs a label")
+        # Validate everything before changing any state.
+        self._features.row(x, grow=False)
+        self._encode_label_check(y)
+        row = self._row(x, grow=True)
+        yi = self._encode_label(y)
+        _ob.stream_step(self._engine, row, yi, self.switch_after)
+
+    def _encode_label_check(self, y):
+        try:
+            known = y in self._label_index
+        except TypeError:
+            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+        if not known and self._engine.binary and len(self._labels) == 2:
+            raise ValueError(f"label {y!r} is a third class, but loss='hinge' is binary; use loss='multiclass_hinge'")
+
+    # -- prediction -----------------------------------------------------------------------
+
+    def _scores(self, x):
+        row = self._features.row(x, grow=False)
+        if row.shape[0] < self._engine.n_features:
+            row = np.concatenate([row, np.zeros(self._engine.n_features - row.shape[0])])
+        return self._engine.scores_one(row)
+
+    def predict_proba_one(self, x, **kwargs):
+        if not self._labels:
+            return {}
+        s = self._scores(x)
+        if self._engine.binary:
+            if len(self._labels) == 1:
+                return {self._labels[0]: 1.0}
+            return softmax_dict(self._labels, [-s[0] / 2.0, s[0] / 2.0])
+        return softmax_dict(self._labels, s[: len(self._labels)])
+
+    def predict_one(self, x, **kwargs):
+        if not self._labels:
+            return None
+        s = self._scores(x)
+        if self._engine.binary:
+            return self._labels[1] if (s[0] > 0 and len(self._labels) == 2) else self._labels[0]
+        return self._labels[int(np.argmax(s[: len(self._labels)]))]
+
+    # -- attributes -----------------------------------------------------------------------
+
+    @property
+    def kernel_weights_(self) -> np.ndarray:
+        return self._engine.kernel_weights()
+
+    @property
+    def n_support_(self) -> int:
+        return self._engine.n_support
+
+    @property
+    def stage_(self) -> int:
+        return self._engine.stage
+
+    @property
+    def R_(self):
+        R = self._engine.hyper[_co.H_R]
+        return None if math.isinf(R) else float(R)
