@@ -43,6 +43,8 @@ class SupportBuffer:
 
     def ensure_rows(self, n_rows: int) -> None:
         """Room for ``n_rows`` stored examples (doubling; never beyond the budget)."""
+        if self.budget is not None:
+            n_rows = min(n_rows, self.budget)
         cap = self.capacity
         if n_rows <= cap:
             return

@@ -42,6 +42,7 @@ __all__ = [
     "Laplacian",
     "BSpline",
     "default_kernels",
+    "default_regression_kernels",
     "kernel_matrix",
     "mean_distance",
     "distance_kernel",
@@ -230,10 +231,28 @@ def default_kernels() -> tuple[Kernel, ...]:
     )
 
 
-def check_kernels(kernels) -> tuple[Kernel, ...]:
+def default_regression_kernels() -> tuple[Kernel, ...]:
+    """The kernel set regressors use with ``kernels=None``.
+
+    An unnormalised linear kernel (a normalised one would forget the inputs'
+    magnitude, which a regression target usually depends on), two wide
+    Gaussians and a normalised quadratic kernel; for standardised inputs.
+
+    >>> [type(k).__name__ for k in default_regression_kernels()]
+    ['Linear', 'RBF', 'RBF', 'Polynomial']
+    """
+    return (
+        Linear(),
+        RBF(gamma_scale=0.1),
+        RBF(gamma_scale=1.0),
+        Polynomial(degree=2, normalize=True),
+    )
+
+
+def check_kernels(kernels, default=None) -> tuple[Kernel, ...]:
     """Validate a user's ``kernels`` parameter; returns a tuple of kernels."""
     if kernels is None:
-        return default_kernels()
+        return default_kernels() if default is None else default()
     if isinstance(kernels, Kernel):
         kernels = (kernels,)
     try:

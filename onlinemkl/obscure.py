@@ -31,6 +31,9 @@ __all__ = ["OBSCUREClassifier", "ObscureEngine", "default_p", "default_eta"]
 
 EVICTION = {"oldest": _cb.EVICT_OLDEST, "least_impact": _cb.EVICT_LEAST_IMPACT}
 
+#: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many bytes.
+KERNEL_CACHE_BYTES = 1 << 30
+
 
 def default_p(n_kernels: int) -> float:
     """The authors' default: ``q = 2 ln F`` (at least 2), ``p = q / (q - 1)``.
@@ -147,6 +150,34 @@ class ObscureEngine:
             x, y, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
             self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, self.krow, use_krow,
         )
+
+    def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
+        """A function running steps on training indices with precomputed kernel matrices.
+
+        The matrices ``K_j(X, X)`` come from one BLAS product per feature group
+        (the authors' toolbox precomputes them too); each step then gathers its
+        kernel row instead of recomputing it.  Same results as per-example steps.
+        """
+        Kt = block_kernels(X, X, self.ck)
+        sv_index = np.zeros(0, dtype=np.int64)
+        state = {"sv": sv_index}
+
+        def run(order):
+            order = np.ascontiguousarray(order, dtype=np.int64)
+            need = self.n_support + order.shape[0]
+            self.buf.ensure_rows(need)
+            b = self.buf
+            if state["sv"].shape[0] < b.capacity:
+                sv = np.zeros(b.capacity, dtype=np.int64)
+                sv[: state["sv"].shape[0]] = state["sv"]
+                state["sv"] = sv
+            if self.krow.shape[1] < b.capacity:
+                self.krow = np.zeros((self.ck.n_kernels, b.capacity))
+            return _co.obscure_fit_pass(order, X, yi, Kt, state["sv"], b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef,
+                                        b.tstamp, *self.ck.arrays(), self.theta_sq, self.istate, self.fstate,
+                                        self.hyper, self.g, self.scores, self.krow)
+
+        return run
 
     def scores_one(self, x: np.ndarray) -> np.ndarray:
         _co.obscure_scores(x, *self._core_args(), self.theta_sq, self.istate, self.fstate, self.hyper,
@@ -387,19 +418,27 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         yi = encode_labels(y, classes, engine.binary)
         self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
         rng = np.random.default_rng(self.random_state)
+        fast = N * N * engine.ck.n_kernels * 8 <= KERNEL_CACHE_BYTES
+        run = engine.fit_pass_precomputed(X, yi) if fast else None
         for _ in range(self.stage1_epochs):
-            errors = 0
-            for i in rng.permutation(N):
-                _, _, updated = engine.learn(X[i], yi[i])
-                errors += updated
+            order = rng.permutation(N)
+            if fast:
+                errors = run(order)
+            else:
+                errors = sum(engine.learn(X[i], yi[i])[2] for i in order)
             if errors == 0:
                 break
         self.stage1_updates_ = int(engine.istate[_co.I_UPDATES])
         if self.stage2_epochs > 0:
             mean_loss = float(hinge_losses(engine.scores_many(X), yi, engine.binary).mean())
             engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
-            for i in rng.integers(0, N, size=self.stage2_epochs * N):
-                engine.learn(X[i], yi[i])
+            for _ in range(self.stage2_epochs):
+                order = rng.integers(0, N, size=N)
+                if fast:
+                    run(order)
+                else:
+                    for i in order:
+                        engine.learn(X[i], yi[i])
         return self
 
     def partial_fit(self, X, y, classes=None):

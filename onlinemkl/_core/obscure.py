@@ -162,14 +162,52 @@ def obscure_scores(x, S, ssq, sdiag, ypos, yneg, coef, codes, params, kgroup, gr
 @njit
 def obscure_learn(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
                   theta_sq, istate, fstate, hyper, g, scores, krow, use_krow):
+    """One OBSCURE step on ``(x, y)``; returns ``(loss, yhat, updated)`` (see :func:`obscure_step`)."""
+    loss, yhat, updated, slot = obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
+                                             granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores, krow,
+                                             use_krow)
+    return loss, yhat, updated
+
+
+@njit
+def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
+                     granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores, krow):
+    """Steps on the training examples ``order`` with precomputed kernel matrices ``Kt[j, i, s]``.
+
+    The batch ``fit`` path: the kernel row of example ``i`` against the buffer is
+    gathered from ``Kt`` (``sv_index[s]`` is the training index of stored row ``s``)
+    instead of being recomputed.  Returns the number of updates.  The caller
+    guarantees capacity for ``len(order)`` more rows.
+    """
+    F = Kt.shape[0]
+    n_updates = 0
+    for t in range(order.shape[0]):
+        i = order[t]
+        n = istate[I_N]
+        for j in range(F):
+            for s in range(n):
+                krow[j, s] = Kt[j, i, sv_index[s]]
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params,
+                                                 kgroup, granges, gptr, gl1, theta_sq, istate, fstate, hyper, g,
+                                                 scores, krow, 1)
+        if updated:
+            n_updates += 1
+            sv_index[slot] = i
+    return n_updates
+
+
+@njit
+def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
+                 theta_sq, istate, fstate, hyper, g, scores, krow, use_krow):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``krow`` is a
     precomputed kernel row (``use_krow = 1``, from the parallel pass on large
     buffers); otherwise the fused serial pass computes the scores.
 
-    Returns ``(loss, yhat, updated)`` where ``yhat`` is the prediction made
-    before the update (test-then-train) and ``loss`` the loss at ``w_t``.
+    Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
+    before the update (test-then-train), ``loss`` the loss at ``w_t`` and
+    ``slot`` the buffer row the example was stored in (-1: not stored).
     The caller guarantees capacity for one more stored example.
     """
     G = gptr.shape[0] - 1
@@ -234,6 +272,7 @@ def obscure_learn(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, 
         step = hyper[H_ETA]
 
     updated = False
+    slot = -1
     if err and step > 0.0:
         updated = True
         istate[I_UPDATES] += 1
@@ -266,7 +305,7 @@ def obscure_learn(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, 
     sc = fstate[F_SCALE]
     if sc < SCALE_FOLD_LOW or sc > SCALE_FOLD_HIGH:
         fold_scales(istate[I_N], coef, fstate[F_SCALE:F_SCALE + 1], theta_sq)
-    return loss, yhat, updated
+    return loss, yhat, updated, slot
 
 
 @njit
