@@ -29,9 +29,9 @@ class OBSCUREClassifier(base.Classifier):
     examples, then stage 2 (stochastic, with the adaptive step and the radius
     ``R`` estimated from stage 1); see :class:`onlinemkl.OBSCUREClassifier`
     for the parameters, which mean the same here.  Labels can be any hashable
-    values and may appear at any time (multiclass Crammer-Singer hinge; with
-    ``loss='hinge'`` the binary hinge, the first label seen being the negative
-    class).  Features may appear, disappear and come in any order: a missing
+    values and may appear at any time (multiclass Crammer-Singer hinge); with
+    ``loss='hinge'`` it is a binary classifier of True/False labels (river's
+    binary convention) with the binary hinge loss.  Features may appear, disappear and come in any order: a missing
     feature reads 0, so put a ``StandardScaler`` in front.  Kernel groups are
     tuples of feature *names*.
 
@@ -62,7 +62,7 @@ class OBSCUREClassifier(base.Classifier):
     eviction
         'oldest' or 'least_impact'.
     loss
-        'multiclass_hinge' or 'hinge' (binary streams only).
+        'multiclass_hinge', or 'hinge' (binary: True/False labels).
 
     Examples
     --------
@@ -108,7 +108,7 @@ class OBSCUREClassifier(base.Classifier):
 
     @property
     def _multiclass(self):
-        return True
+        return self.loss != "hinge"
 
     @classmethod
     def _unit_test_params(cls):
@@ -120,6 +120,8 @@ class OBSCUREClassifier(base.Classifier):
 
     def _encode_label(self, y):
         """Output index (multiclass) or +-1 (binary) of ``y``; registers a new label."""
+        if self._engine.binary:
+            return 1 if y else -1
         try:
             idx = self._label_index.get(y)
         except TypeError:
@@ -156,6 +158,13 @@ class OBSCUREClassifier(base.Classifier):
         _ob.stream_step(self._engine, row, yi, self.switch_after)
 
     def _encode_label_check(self, y):
+        if self._engine.binary:
+            if not (isinstance(y, (bool, np.bool_)) or y in (0, 1)):
+                raise ValueError(
+                    f"label {y!r}: loss='hinge' is a binary classifier for True/False (or 1/0) labels, as river's "
+                    "binary classifiers; use loss='multiclass_hinge' for other labels"
+                )
+            return
         try:
             known = y in self._label_index
         except TypeError:
@@ -172,21 +181,21 @@ class OBSCUREClassifier(base.Classifier):
         return self._engine.scores_one(row)
 
     def predict_proba_one(self, x, **kwargs):
+        if self._engine.binary:
+            # river's binary convention: {False: 1 - p, True: p}, p the logistic function of the score.
+            s = self._scores(x)
+            return softmax_dict([False, True], [-s[0] / 2.0, s[0] / 2.0])
         if not self._labels:
             return {}
         s = self._scores(x)
-        if self._engine.binary:
-            if len(self._labels) == 1:
-                return {self._labels[0]: 1.0}
-            return softmax_dict(self._labels, [-s[0] / 2.0, s[0] / 2.0])
         return softmax_dict(self._labels, s[: len(self._labels)])
 
     def predict_one(self, x, **kwargs):
+        if self._engine.binary:
+            return bool(self._scores(x)[0] > 0)
         if not self._labels:
             return None
         s = self._scores(x)
-        if self._engine.binary:
-            return self._labels[1] if (s[0] > 0 and len(self._labels) == 2) else self._labels[0]
         return self._labels[int(np.argmax(s[: len(self._labels)]))]
 
     # -- attributes -----------------------------------------------------------------------
