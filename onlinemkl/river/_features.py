@@ -44,3 +44,30 @@ class FeatureIndex:
             if c is not None:
                 out[c] = v
         return out
+
+
+class LabelIndex:
+    """Maps labels (any hashable) to output indices in order of first appearance."""
+
+    __slots__ = ("labels", "index")
+
+    def __init__(self):
+        self.labels: list = []
+        self.index: dict = {}
+
+    def __len__(self):
+        return len(self.labels)
+
+    def known(self, y) -> bool:
+        try:
+            return y in self.index
+        except TypeError:
+            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+
+    def add(self, y) -> int:
+        idx = self.index.get(y)
+        if idx is None:
+            idx = len(self.labels)
+            self.labels.append(y)
+            self.index[y] = idx
+        return idx

@@ -216,3 +216,40 @@ class OBSCUREClassifier(base.Classifier):
     def R_(self):
         R = self._engine.hyper[_co.H_R]
         return None if math.isinf(R) else float(R)
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` in onlinemkl's model format (not pickle); ``onlinemkl.load(path)`` reads it.
+
+        The write is atomic; see :mod:`onlinemkl.persist` for the format and
+        its limits (labels and feature names must be JSON-representable:
+        str, int, float, bool, None or tuples of them).  Returns the path.
+        To save a pipeline, use ``onlinemkl.persist.save(pipeline, path)``.
+        """
+        from ..persist import save
+
+        return save(self, path)
+
+    def _get_state(self):
+        state, arrays = self._engine._get_state()
+        return {"engine": state, "features": list(self._features.columns), "labels": list(self._labels)}, arrays
+
+    def _set_state(self, state, arrays):
+        self._engine._set_state(state["engine"], arrays)
+        names, labels = list(state["features"]), list(state["labels"])
+        columns = {name: i for i, name in enumerate(names)}
+        if len(columns) != len(names):
+            raise ValueError("a feature name is listed twice")
+        if len(columns) != self._engine.n_features:
+            raise ValueError(f"{len(columns)} feature names for {self._engine.n_features} engine features")
+        index = {label: i for i, label in enumerate(labels)}
+        if len(index) != len(labels):
+            raise ValueError("a label is listed twice")
+        if self._engine.binary and labels:
+            raise ValueError("a binary (loss='hinge') model stores no label list")
+        if not self._engine.binary and len(labels) != self._engine.n_outputs:
+            raise ValueError(f"{len(labels)} labels for {self._engine.n_outputs} outputs")
+        self._features.columns = columns
+        self._labels = labels
+        self._label_index = index

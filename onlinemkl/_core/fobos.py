@@ -1,0 +1,447 @@
+"""Online proximal MKL (Martins et al. 2011, Algorithms 1 and 3), one compiled step per example.
+
+The model has ``P = F + E`` groups: ``F`` implicit kernel groups and ``E``
+explicit feature groups (a weight matrix on a set of columns, i.e. a linear
+kernel kept in the primal).  Group ``k``'s parameters are::
+
+    implicit: theta_k = sigma_k * sum_s coef[s, k] * sum_c beta[s, c] phi_k(x_s, c)
+    explicit: theta_k = sigma_k * W[e]            (W[e] is (d_cap, C_cap), rows = columns of x)
+
+``sigma_k`` is the group's lazy scale: the proximal step and the projection
+rescale whole groups (Prop. 1), so each step multiplies ``sigma_k`` and the
+coefficients are folded only when ``sigma_k`` drifts far from 1 or the group
+is zeroed.  Every stored example carries a dense class vector ``beta[s, :]``
+(the negative loss derivative of its step), so one representation serves
+binary, multiclass (hinge and multinomial logistic) and regression losses.
+
+One step (Algorithm 1): scores from one pass over the buffer -> loss
+derivative -> gradient step on the loss only (store the example, O(P) norm
+updates, eq. 17) -> proximal step on the vector of group norms (Prop. 1) ->
+projection onto the ball of radius gamma -> lazy bookkeeping for the averaged
+model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import njit
+from .buffer import EVICT_OLDEST
+from .kernels import effective_diag, group_sqnorms, kernel_value, normalise, prepare_query, row_quantities
+from .losses import loss_and_derivative
+from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
+
+# hyper (read-only settings)
+H_LOSS = 0
+H_PROX = 1
+H_LAM = 2  # regularisation lambda
+H_PROX_PARAM = 3  # q (non-sparse) or sigma (elastic net) or the l1 weight (sparse group lasso)
+H_SCHEDULE = 4  # 0 constant eta0, 1 eta0 / sqrt(t), 2 1 / (strong_convexity t)
+H_ETA0 = 5
+H_SIGMA_SC = 6  # strong convexity for schedule 2
+H_GAMMA = 7  # projection radius (0: none)
+H_BUDGET = 8
+H_POLICY = 9
+H_NOUT = 10  # outputs in use
+H_EPSILON = 11  # epsilon-insensitive width
+N_HYPER = 12
+
+SCHEDULE_CONSTANT = 0
+SCHEDULE_INVSQRT = 1
+SCHEDULE_STRONGLY_CONVEX = 2
+
+# istate
+I_N = 0
+I_T = 1
+I_UPDATES = 2
+I_EVICTIONS = 3
+N_ISTATE = 4
+
+SCALE_FOLD_LOW = 1e-100
+SCALE_FOLD_HIGH = 1e100
+
+
+@njit
+def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
+                        coef, beta, n_out, g):
+    """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass."""
+    G = gptr.shape[0] - 1
+    F = codes.shape[0]
+    for k in range(F):
+        for c in range(n_out):
+            g[k, c] = 0.0
+    dots = np.empty(G)
+    sqds = np.empty(G)
+    l1s = np.empty(G)
+    v = np.empty(F)
+    for i in range(n):
+        row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+        for k in range(F):
+            gi = kgroup[k]
+            val = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
+            if params[k, 3] != 0.0:
+                val = normalise(val, xdiag[k], sdiag[i, k])
+            v[k] = val * coef[i, k]
+        for c in range(n_out):
+            b = beta[i, c]
+            if b != 0.0:
+                for k in range(F):
+                    g[k, c] += v[k] * b
+
+
+@njit
+def explicit_scores(x, W, xgranges, xgptr, n_out, F, g):
+    """``g[F + e, c] = x_e . W[e][:, c]`` (raw explicit-group scores)."""
+    E = xgptr.shape[0] - 1
+    for e in range(E):
+        for c in range(n_out):
+            acc = 0.0
+            for r in range(xgptr[e], xgptr[e + 1]):
+                for col in range(xgranges[r, 0], xgranges[r, 1]):
+                    acc += x[col] * W[e, col, c]
+            g[F + e, c] = acc
+
+
+@njit
+def step_size(schedule, eta0, sigma_sc, t):
+    if schedule == SCHEDULE_CONSTANT:
+        return eta0
+    if schedule == SCHEDULE_INVSQRT:
+        return eta0 / np.sqrt(t)
+    return 1.0 / (sigma_sc * t)
+
+
+@njit
+def zero_implicit_group(k, n, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum):
+    """Group ``k`` became exactly zero: clear its coefficients, reset its scale."""
+    for i in range(n):
+        avg_acc[i, k] += coef[i, k] * (sigma_cum[k] - avg_base[i, k])
+        avg_base[i, k] = sigma_cum[k]
+        coef[i, k] = 0.0
+    theta_sq[k] = 0.0
+    sigma[k] = 1.0
+
+
+@njit
+def fold_implicit_group(k, n, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum):
+    """Fold ``sigma_k`` into group ``k``'s coefficients (keeps the averaged-model bookkeeping exact)."""
+    sk = sigma[k]
+    for i in range(n):
+        avg_acc[i, k] += coef[i, k] * (sigma_cum[k] - avg_base[i, k])
+        avg_base[i, k] = sigma_cum[k]
+        coef[i, k] *= sk
+    theta_sq[k] *= sk * sk
+    sigma[k] = 1.0
+
+
+@njit
+def add_row_to_scores(sign, i, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
+                      codes, params, kgroup, granges, gptr, gl1, g):
+    """``g[k, c] += sign * coef[i, k] * K_k(x, S_i) * beta[i, c]``: stored row ``i``'s part of
+    the raw scores of ``x`` (to correct scores after an insertion or an eviction)."""
+    F = codes.shape[0]
+    G = gptr.shape[0] - 1
+    dots = np.empty(G)
+    sqds = np.empty(G)
+    l1s = np.empty(G)
+    row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    for k in range(F):
+        gi = kgroup[k]
+        kx = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
+        if params[k, 3] != 0.0:
+            kx = normalise(kx, xdiag[k], sdiag[i, k])
+        v = sign * coef[i, k] * kx
+        for c in range(n_out):
+            g[k, c] += v * beta[i, c]
+
+
+@njit
+def dense_evict_norms(e, n, theta_sq, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1):
+    """Take stored example ``e`` out of every implicit group's norm (its slot is then reused).
+
+    ``||theta_k - c_ek v_e||^2 = ||theta_k||^2 - 2 c_ek theta_k.v_e + c_ek^2 ||beta_e||^2 K_k(x_e, x_e)``
+    needs the raw scores of ``x_e``: a second pass over the buffer.
+    """
+    F = codes.shape[0]
+    ge = np.empty((F, n_out))
+    dense_kernel_scores(S[e, :].copy(), ssq[e, :].copy(), sdiag[e, :].copy(), S, ssq, sdiag, n, codes, params,
+                        kgroup, granges, gptr, gl1, coef, beta, n_out, ge)
+    bsq = 0.0
+    for c in range(n_out):
+        bsq += beta[e, c] * beta[e, c]
+    for k in range(F):
+        r = -coef[e, k]
+        tu = 0.0
+        for c in range(n_out):
+            tu += beta[e, c] * ge[k, c]
+        kee = effective_diag(sdiag[e, k], params[k, 3])
+        v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * kee
+        theta_sq[k] = v if v > 0.0 else 0.0
+
+
+@njit
+def choose_dense_evictee(policy, n, tstamp, coef, beta, n_out, sdiag, params, sigma):
+    """Oldest, or least ``||Delta theta||^2 = sum_k (sigma_k coef_ik)^2 ||beta_i||^2 K_k(x_i, x_i)``."""
+    best = 0
+    if policy == EVICT_OLDEST:
+        for i in range(1, n):
+            if tstamp[i] < tstamp[best]:
+                best = i
+        return best
+    F = coef.shape[1]
+    best_val = np.inf
+    for i in range(n):
+        bsq = 0.0
+        for c in range(n_out):
+            bsq += beta[i, c] * beta[i, c]
+        val = 0.0
+        for k in range(F):
+            a = sigma[k] * coef[i, k]
+            val += a * a * bsq * effective_diag(sdiag[i, k], params[k, 3])
+        if val < best_val:
+            best_val = val
+            best = i
+    return best
+
+
+@njit
+def fobos_scores(x, S, ssq, sdiag, coef, beta, codes, params, kgroup, granges, gptr, gl1,
+                 W, xgranges, xgptr, sigma, n, n_out, g, scores):
+    """Scores ``s_c = sum_k sigma_k g[k, c]`` of one example (no update)."""
+    G = gptr.shape[0] - 1
+    F = codes.shape[0]
+    xsq = np.empty(G)
+    xdiag = np.empty(F)
+    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
+                        coef, beta, n_out, g)
+    explicit_scores(x, W, xgranges, xgptr, n_out, F, g)
+    P = sigma.shape[0]
+    for c in range(n_out):
+        acc = 0.0
+        for k in range(P):
+            acc += sigma[k] * g[k, c]
+        scores[c] = acc
+
+
+@njit
+def combine_scores(g, sigma, n_out, scores):
+    """``s_c = sum_k sigma_k g[k, c]``."""
+    P = sigma.shape[0]
+    for c in range(n_out):
+        acc = 0.0
+        for k in range(P):
+            acc += sigma[k] * g[k, c]
+        scores[c] = acc
+
+
+@njit
+def implicit_insert(slot, x, xsq, xdiag, u, eta, stamp, S, ssq, sdiag, coef, beta, tstamp,
+                    avg_acc, avg_base, sigma, sigma_cum, theta_sq, g_x, params, n_out):
+    """Store ``x`` with class vector ``u`` in ``slot``: ``theta_k += eta * sum_c u_c phi_k(x, c)``.
+
+    Group norms follow eq. (17): ``||theta_k + r_k v||^2 = ||theta_k||^2 + 2 r_k theta_k.v
+    + r_k^2 ||u||^2 K_k(x, x)`` in raw units (``r_k = eta / sigma_k``), with
+    ``theta_k.v = sum_c u_c g_x[k, c]`` from the raw scores of ``x``.
+    """
+    F = coef.shape[1]
+    usq = 0.0
+    for c in range(n_out):
+        usq += u[c] * u[c]
+    d = x.shape[0]
+    S[slot, :d] = x
+    S[slot, d:] = 0.0
+    ssq[slot, :] = xsq
+    sdiag[slot, :] = xdiag
+    tstamp[slot] = stamp
+    for c in range(beta.shape[1]):
+        beta[slot, c] = u[c] if c < n_out else 0.0
+    for k in range(F):
+        r = eta / sigma[k]
+        tu = 0.0
+        for c in range(n_out):
+            tu += u[c] * g_x[k, c]
+        v = theta_sq[k] + 2.0 * r * tu + r * r * usq * effective_diag(xdiag[k], params[k, 3])
+        theta_sq[k] = v if v > 0.0 else 0.0
+        coef[slot, k] = r
+        avg_acc[slot, k] = 0.0
+        avg_base[slot, k] = sigma_cum[k]
+
+
+@njit
+def prox_factors(code, theta_sq, sigma, step_lam, param, weights, gamma, b, b_new, factors):
+    """Prop. 1 and the projection: the factor that rescales each group this step.
+
+    ``b_k = ||theta_k||``; ``b' = prox(b)``; then the ball of radius ``gamma``
+    (0: none) scales every group by ``min(1, gamma / ||b'||)``.  A factor of
+    exactly 0 means the group is now zero.
+    """
+    P = sigma.shape[0]
+    for k in range(P):
+        b[k] = sigma[k] * np.sqrt(theta_sq[k]) if theta_sq[k] > 0.0 else 0.0
+    prox_group_norms(code, b, step_lam, param, weights, b_new)
+    total = 0.0
+    for k in range(P):
+        total += b_new[k] * b_new[k]
+    proj = 1.0
+    if gamma > 0.0 and total > gamma * gamma:
+        proj = gamma / np.sqrt(total)
+    for k in range(P):
+        if b[k] > 0.0:
+            factors[k] = (b_new[k] / b[k]) * proj
+        else:
+            factors[k] = 1.0
+
+
+@njit
+def apply_implicit_factors(F, n, factors, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum):
+    """Rescale the implicit groups lazily; zero or fold where needed; advance the averages."""
+    for k in range(F):
+        if factors[k] == 0.0:
+            zero_implicit_group(k, n, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum)
+        else:
+            sigma[k] *= factors[k]
+            if sigma[k] < SCALE_FOLD_LOW or sigma[k] > SCALE_FOLD_HIGH:
+                fold_implicit_group(k, n, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum)
+        sigma_cum[k] += sigma[k]
+
+
+@njit
+def apply_explicit_factor(k, factor, Wk, theta_sq, sigma):
+    """Rescale one explicit group (flat weights ``Wk``, a view) lazily; zero or fold where needed."""
+    if factor == 0.0:
+        Wk[:] = 0.0
+        theta_sq[k] = 0.0
+        sigma[k] = 1.0
+        return
+    sigma[k] *= factor
+    if sigma[k] < SCALE_FOLD_LOW or sigma[k] > SCALE_FOLD_HIGH:
+        Wk *= sigma[k]
+        theta_sq[k] *= sigma[k] * sigma[k]
+        sigma[k] = 1.0
+
+
+@njit
+def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
+                codes, params, kgroup, granges, gptr, gl1, W, W_avg, xgranges, xgptr,
+                theta_sq, sigma, sigma_cum, prox_weights, istate, hyper, g, scores, dl, b, b_new):
+    """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated)``.
+
+    ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
+    regression target.  The caller guarantees capacity for one more row.
+    """
+    F = codes.shape[0]
+    E = xgptr.shape[0] - 1
+    P = F + E
+    G = gptr.shape[0] - 1
+    n_out = int(hyper[H_NOUT])
+    n = istate[I_N]
+
+    # 1. scores of x: one pass over the buffer, plus the explicit groups.
+    xsq = np.empty(G)
+    xdiag = np.empty(F)
+    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
+                        coef, beta, n_out, g)
+    explicit_scores(x, W, xgranges, xgptr, n_out, F, g)
+    combine_scores(g, sigma, n_out, scores)
+
+    # 2. loss and its derivative with respect to the scores.
+    loss, yhat = loss_and_derivative(int(hyper[H_LOSS]), scores, n_out, y_cls, y_val, hyper[H_EPSILON], dl)
+    t = istate[I_T] + 1
+    istate[I_T] = t
+    eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
+    lam = hyper[H_LAM]
+
+    # 3. gradient step on the loss only: theta += eta u, u = -sum_c dl_c phi(x, c).
+    u = np.empty(n_out)
+    usq = 0.0
+    for c in range(n_out):
+        u[c] = -dl[c]
+        usq += u[c] * u[c]
+    updated = usq > 0.0 and eta > 0.0
+    if updated:
+        istate[I_UPDATES] += 1
+        budget = int(hyper[H_BUDGET])
+        slot = n
+        if budget > 0 and n >= budget:
+            slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, n_out, sdiag, params, sigma)
+            add_row_to_scores(-1.0, slot, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
+                              codes, params, kgroup, granges, gptr, gl1, g)
+            dense_evict_norms(slot, n, theta_sq, S, ssq, sdiag, coef, beta, n_out,
+                              codes, params, kgroup, granges, gptr, gl1)
+            istate[I_EVICTIONS] += 1
+        else:
+            istate[I_N] = n + 1
+        implicit_insert(slot, x, xsq, xdiag, u, eta, t, S, ssq, sdiag, coef, beta, tstamp,
+                        avg_acc, avg_base, sigma, sigma_cum, theta_sq, g, params, n_out)
+        # explicit groups: W_e[:, c] += r_e u_c x_e (same norm update, K = ||x_e||^2)
+        for e in range(E):
+            k = F + e
+            r = eta / sigma[k]
+            tu = 0.0
+            for c in range(n_out):
+                tu += u[c] * g[k, c]
+            xx = 0.0
+            for rr in range(xgptr[e], xgptr[e + 1]):
+                for col in range(xgranges[rr, 0], xgranges[rr, 1]):
+                    xx += x[col] * x[col]
+                    for c in range(n_out):
+                        W[e, col, c] += r * u[c] * x[col]
+            v = theta_sq[k] + 2.0 * r * tu + r * r * usq * xx
+            theta_sq[k] = v if v > 0.0 else 0.0
+        n = istate[I_N]
+
+    # 4. proximal step on the group norms (Prop. 1), then projection.
+    code = int(hyper[H_PROX])
+    if code == PROX_SPARSE_GROUP_LASSO and E > 0:
+        # within-group l1 on the explicit groups (materialised): the exact prox of
+        # l1 + group lasso is the elementwise soft-threshold followed by the group step.
+        thr = eta * lam * hyper[H_PROX_PARAM]
+        for e in range(E):
+            k = F + e
+            W[e] *= sigma[k]
+            sigma[k] = 1.0
+            flat = W[e].ravel()
+            prox_l1_within(flat.copy(), thr, flat)
+            theta_sq[k] = np.sum(W[e] * W[e])
+    factors = np.empty(P)
+    prox_factors(code, theta_sq, sigma, eta * lam, hyper[H_PROX_PARAM], prox_weights, hyper[H_GAMMA],
+                 b, b_new, factors)
+    apply_implicit_factors(F, n, factors, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum)
+    for e in range(E):
+        apply_explicit_factor(F + e, factors[F + e], W[e].reshape(-1), theta_sq, sigma)
+        # averaged model of the explicit groups: a running sum of sigma * W.
+        W_avg[e] += sigma[F + e] * W[e]
+    return loss, yhat, updated
+
+
+@njit
+def averaged_coefficients(n, coef, avg_acc, avg_base, sigma_cum, T, out):
+    """Coefficients of the averaged model ``(1/T) sum_t theta_t`` for the stored examples.
+
+    Example ``i`` has contributed ``avg_acc[i, k]`` up to its last fold and
+    ``coef[i, k] * (sigma_cum[k] - avg_base[i, k])`` since.
+    """
+    F = coef.shape[1]
+    inv = 1.0 / T if T > 0 else 0.0
+    for i in range(n):
+        for k in range(F):
+            out[i, k] = (avg_acc[i, k] + coef[i, k] * (sigma_cum[k] - avg_base[i, k])) * inv
+
+
+@njit
+def theta_sq_dense_from_buffer(S, ssq, sdiag, coef, beta, n, n_out, codes, params, kgroup, granges, gptr, gl1):
+    """``||raw theta_k||^2`` of the implicit groups recomputed from the buffer (O(n^2); tests)."""
+    F = codes.shape[0]
+    out = np.zeros(F)
+    g = np.empty((F, n_out))
+    for i in range(n):
+        dense_kernel_scores(S[i, :].copy(), ssq[i, :].copy(), sdiag[i, :].copy(), S, ssq, sdiag, n, codes,
+                            params, kgroup, granges, gptr, gl1, coef, beta, n_out, g)
+        for k in range(F):
+            acc = 0.0
+            for c in range(n_out):
+                acc += beta[i, c] * g[k, c]
+            out[k] += coef[i, k] * acc
+    return out

@@ -1,0 +1,295 @@
+"""Online proximal MKL for sequence labelling (Martins et al., the structured case).
+
+A first-order chain over ``Y`` labels.  The score of a labelling ``y`` of
+positions ``x_0..x_{L-1}`` is::
+
+    sum_i U[i, y_i] + sum_{i>0} T[y_{i-1}, y_i] + S0[y_0] + S1[y_{L-1}]
+
+with unary scores ``U[i, c] = sum_k sigma_k sum_s coef[s, k] beta[s, c] K_k(x_s, x_i)``
+from the implicit kernel groups over the support buffer of *position examples*,
+and the transition/start/stop scores from one explicit group
+``(T, S0, S1) = sigma_T * (Traw, S0raw, S1raw)``.
+
+One step per sequence (Algorithm 1 with the structured loss):
+
+* SVM (structured hinge, Hamming cost): loss-augmented Viterbi gives ``yhat``;
+  the subgradient is ``phi(x, yhat) - phi(x, y)``, so each position with
+  ``yhat_i != y_i`` is stored with class vector ``e_{y_i} - e_{yhat_i}``.
+* CRF: forward-backward marginals ``mu``; the gradient is
+  ``E_mu[phi] - phi(x, y)``, so every position is stored with ``e_{y_i} - mu_i``
+  and the transitions move by the observed minus the expected counts.
+
+Positions are inserted one after the other; after each insertion (and each
+eviction) the raw scores of the positions still to be inserted are corrected
+with one kernel evaluation, so the norm updates of eq. (17) stay exact (they
+include the cross terms ``K_k(x_i, x_j)`` between positions of a sequence).
+Then the same proximal step, projection and lazy scaling as the flat learner.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import njit
+from .chain import forward_backward, viterbi, viterbi_loss_augmented
+from .fobos import (
+    add_row_to_scores,
+    apply_implicit_factors,
+    choose_dense_evictee,
+    dense_evict_norms,
+    dense_kernel_scores,
+    implicit_insert,
+    prox_factors,
+    step_size,
+    SCALE_FOLD_HIGH,
+    SCALE_FOLD_LOW,
+)
+from .kernels import prepare_query
+
+# hyper
+H_LOSS = 0  # 0 structured hinge (SVM), 1 CRF
+H_PROX = 1
+H_LAM = 2
+H_PROX_PARAM = 3
+H_SCHEDULE = 4
+H_ETA0 = 5
+H_SIGMA_SC = 6
+H_GAMMA = 7
+H_BUDGET = 8
+H_POLICY = 9
+H_NLABELS = 10
+H_COST = 11  # Hamming cost per wrong position in loss-augmented decoding
+N_HYPER = 12
+
+LOSS_SVM = 0
+LOSS_CRF = 1
+
+# istate
+I_N = 0
+I_T = 1
+I_UPDATES = 2
+I_EVICTIONS = 3
+I_CLOCK = 4  # positions seen (time stamps)
+N_ISTATE = 5
+
+
+@njit
+def unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1,
+                 sigma, Y, gpos, xsqs, xdiags, U):
+    """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position (L passes)."""
+    L = xs.shape[0]
+    F = codes.shape[0]
+    for i in range(L):
+        prepare_query(xs[i], codes, params, kgroup, granges, gptr, xsqs[i], xdiags[i])
+        dense_kernel_scores(xs[i], xsqs[i], xdiags[i], S, ssq, sdiag, n, codes, params, kgroup, granges, gptr,
+                            gl1, coef, beta, Y, gpos[i])
+        for c in range(Y):
+            acc = 0.0
+            for k in range(F):
+                acc += sigma[k] * gpos[i, k, c]
+            U[i, c] = acc
+
+
+@njit
+def chain_scores(Traw, S0raw, S1raw, sT, Y, T, S0, S1):
+    for a in range(Y):
+        S0[a] = sT * S0raw[a]
+        S1[a] = sT * S1raw[a]
+        for b2 in range(Y):
+            T[a, b2] = sT * Traw[a, b2]
+
+
+@njit
+def sequence_predict(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1,
+                     sigma, Traw, S0raw, S1raw, Y, out_path):
+    """Viterbi labelling of one sequence under the current model."""
+    L = xs.shape[0]
+    F = codes.shape[0]
+    G = gptr.shape[0] - 1
+    gpos = np.empty((L, F, Y))
+    xsqs = np.empty((L, G))
+    xdiags = np.empty((L, F))
+    U = np.empty((L, Y))
+    unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1, sigma, Y,
+                 gpos, xsqs, xdiags, U)
+    T = np.empty((Y, Y))
+    S0 = np.empty(Y)
+    S1 = np.empty(Y)
+    chain_scores(Traw, S0raw, S1raw, sigma[F], Y, T, S0, S1)
+    return viterbi(U, T, S0, S1, out_path)
+
+
+@njit
+def sequence_score(U, T, S0, S1, y):
+    L = y.shape[0]
+    if L == 0:
+        return 0.0
+    s = S0[y[0]] + S1[y[L - 1]]
+    for i in range(L):
+        s += U[i, y[i]]
+        if i > 0:
+            s += T[y[i - 1], y[i]]
+    return s
+
+
+@njit
+def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
+                   codes, params, kgroup, granges, gptr, gl1, Traw, S0raw, S1raw, Tavg, S0avg, S1avg,
+                   theta_sq, sigma, sigma_cum, prox_weights, istate, hyper, b, b_new):
+    """One online proximal step on a labelled sequence; returns ``(loss, n_wrong, updated)``.
+
+    ``n_wrong`` counts the positions the model (before the step) labels wrongly
+    under plain Viterbi.  The caller guarantees capacity for ``L`` more rows.
+    """
+    L = xs.shape[0]
+    F = codes.shape[0]
+    G = gptr.shape[0] - 1
+    P = F + 1
+    Y = int(hyper[H_NLABELS])
+    n = istate[I_N]
+    t = istate[I_T] + 1
+    istate[I_T] = t
+    eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
+
+    gpos = np.empty((L, F, Y))
+    xsqs = np.empty((L, G))
+    xdiags = np.empty((L, F))
+    U = np.empty((L, Y))
+    unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1, sigma, Y,
+                 gpos, xsqs, xdiags, U)
+    T = np.empty((Y, Y))
+    S0 = np.empty(Y)
+    S1 = np.empty(Y)
+    chain_scores(Traw, S0raw, S1raw, sigma[F], Y, T, S0, S1)
+
+    path = np.empty(L, dtype=np.int64)
+    viterbi(U, T, S0, S1, path)
+    n_wrong = 0
+    for i in range(L):
+        if path[i] != ys[i]:
+            n_wrong += 1
+
+    # class vectors u_i (position gradients, negated) and transition count differences.
+    u = np.zeros((L, Y))
+    dT = np.zeros((Y, Y))
+    dS0 = np.zeros(Y)
+    dS1 = np.zeros(Y)
+    gold = sequence_score(U, T, S0, S1, ys)
+    if hyper[H_LOSS] == LOSS_SVM:
+        yhat = np.empty(L, dtype=np.int64)
+        aug = viterbi_loss_augmented(U, T, S0, S1, ys, hyper[H_COST], yhat)
+        loss = aug - gold
+        if loss < 0.0:
+            loss = 0.0
+        if loss > 0.0:
+            for i in range(L):
+                if yhat[i] != ys[i]:
+                    u[i, ys[i]] += 1.0
+                    u[i, yhat[i]] -= 1.0
+            if L > 0:
+                dS0[ys[0]] += 1.0
+                dS0[yhat[0]] -= 1.0
+                dS1[ys[L - 1]] += 1.0
+                dS1[yhat[L - 1]] -= 1.0
+            for i in range(1, L):
+                dT[ys[i - 1], ys[i]] += 1.0
+                dT[yhat[i - 1], yhat[i]] -= 1.0
+    else:
+        marg = np.empty((L, Y))
+        pair = np.empty((Y, Y))
+        log_z = forward_backward(U, T, S0, S1, marg, pair)
+        loss = log_z - gold
+        if loss < 0.0:
+            loss = 0.0
+        for i in range(L):
+            for c in range(Y):
+                u[i, c] = -marg[i, c]
+            u[i, ys[i]] += 1.0
+        if L > 0:
+            for c in range(Y):
+                dS0[c] = -marg[0, c]
+                dS1[c] = -marg[L - 1, c]
+            dS0[ys[0]] += 1.0
+            dS1[ys[L - 1]] += 1.0
+        for a in range(Y):
+            for c in range(Y):
+                dT[a, c] = -pair[a, c]
+        for i in range(1, L):
+            dT[ys[i - 1], ys[i]] += 1.0
+
+    # gradient step on the implicit groups: insert positions one by one, keeping the
+    # raw scores of the positions still to come exact.
+    updated = loss > 0.0 and eta > 0.0
+    if not updated:
+        for i in range(L):
+            for c in range(Y):
+                u[i, c] = 0.0
+        dT[:, :] = 0.0
+        dS0[:] = 0.0
+        dS1[:] = 0.0
+    else:
+        istate[I_UPDATES] += 1
+    budget = int(hyper[H_BUDGET])
+    for i in range(L):
+        usq = 0.0
+        for c in range(Y):
+            usq += u[i, c] * u[i, c]
+        if usq == 0.0:
+            continue
+        slot = n
+        if budget > 0 and n >= budget:
+            slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, Y, sdiag, params, sigma)
+            for j in range(i, L):
+                add_row_to_scores(-1.0, slot, xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, coef, beta, Y,
+                                  codes, params, kgroup, granges, gptr, gl1, gpos[j])
+            dense_evict_norms(slot, n, theta_sq, S, ssq, sdiag, coef, beta, Y, codes, params, kgroup,
+                              granges, gptr, gl1)
+            istate[I_EVICTIONS] += 1
+        else:
+            n += 1
+            istate[I_N] = n
+        istate[I_CLOCK] += 1
+        implicit_insert(slot, xs[i], xsqs[i], xdiags[i], u[i], eta, istate[I_CLOCK], S, ssq, sdiag, coef, beta,
+                        tstamp, avg_acc, avg_base, sigma, sigma_cum, theta_sq, gpos[i], params, Y)
+        for j in range(i + 1, L):
+            add_row_to_scores(1.0, slot, xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, coef, beta, Y,
+                              codes, params, kgroup, granges, gptr, gl1, gpos[j])
+
+    # gradient step on the transition group (explicit), exact norm.
+    rT = eta / sigma[F]
+    acc = 0.0
+    for a in range(Y):
+        S0raw[a] += rT * dS0[a]
+        S1raw[a] += rT * dS1[a]
+        acc += S0raw[a] * S0raw[a] + S1raw[a] * S1raw[a]
+        for c in range(Y):
+            Traw[a, c] += rT * dT[a, c]
+            acc += Traw[a, c] * Traw[a, c]
+    theta_sq[F] = acc
+
+    # proximal step and projection over the P = F + 1 group norms.
+    factors = np.empty(P)
+    prox_factors(int(hyper[H_PROX]), theta_sq, sigma, eta * hyper[H_LAM], hyper[H_PROX_PARAM], prox_weights,
+                 hyper[H_GAMMA], b, b_new, factors)
+    apply_implicit_factors(F, n, factors, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum)
+    fT = factors[F]
+    if fT == 0.0:
+        Traw[:, :] = 0.0
+        S0raw[:] = 0.0
+        S1raw[:] = 0.0
+        theta_sq[F] = 0.0
+        sigma[F] = 1.0
+    else:
+        sigma[F] *= fT
+        if sigma[F] < SCALE_FOLD_LOW or sigma[F] > SCALE_FOLD_HIGH:
+            sT = sigma[F]
+            Traw *= sT
+            S0raw *= sT
+            S1raw *= sT
+            theta_sq[F] *= sT * sT
+            sigma[F] = 1.0
+    sT = sigma[F]
+    Tavg += sT * Traw
+    S0avg += sT * S0raw
+    S1avg += sT * S1raw
+    return loss, n_wrong, updated

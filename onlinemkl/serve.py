@@ -1,0 +1,442 @@
+"""A line-oriented JSON prediction and learning server over one model (standard library only).
+
+Protocol: each request is one line holding a JSON object, each reply one line
+holding a JSON object, in order, on the same connection.
+
+========================================  ===========================================================
+request                                   reply
+========================================  ===========================================================
+``{"x": {"f1": 0.5, "f2": 1}}``           ``{"prediction": "cat"}``
+``{"x": {...}, "proba": true}``           ``{"prediction": "cat", "classes": ["cat", "dog"],
+                                          "proba": [0.8, 0.2]}``
+``{"x": {...}, "y": "dog"}``              ``{"prediction": "cat", "learned": true}`` (predict, then learn)
+``{"x": {...}, "id": 17}``                the reply carries ``"id": 17`` too
+anything malformed                        ``{"error": "...", "line": 3}``; the model is unchanged and the
+                                          connection stays open
+========================================  ===========================================================
+
+``x`` maps feature names to finite numbers (for a model whose features are
+numbers, e.g. trained from LIBSVM files, a key ``"3"`` means feature ``3``);
+``y`` is a JSON string, number or boolean (labels are compared with their
+type: ``"1"`` and ``1`` are two labels).  With a token the first line must be ``{"token": "..."}`` (reply
+``{"ok": true}``); a wrong token closes the connection.
+
+Several clients are served at once (a thread each); every use of the model
+(predict or learn) holds one lock, so the model never sees a torn update and
+predictions never read a half-updated state.  A rejected example leaves the
+model unchanged: the learners check before they change anything, and the
+steps before the learner in a pipeline (e.g. the scaler) are restored if the
+learner rejects the example.
+
+Safe defaults: the server binds to 127.0.0.1, reads lines of at most
+``max_line_bytes`` (a longer line gets an error reply and is skipped),
+serves at most ``max_clients`` connections, and closes a connection idle
+for ``idle_timeout`` seconds.  :meth:`ModelServer.request_stop` (the
+command's SIGTERM/SIGINT handler) stops accepting, lets every connection
+finish the line it is processing, and :meth:`ModelServer.shutdown` then
+writes the final checkpoint.
+
+Example (not executed: it opens a socket)::
+
+    from onlinemkl.serve import ModelServer
+    server = ModelServer(model, port=0).start()        # a free port on 127.0.0.1
+    host, port = server.address
+    ...                                                # clients connect, send JSON lines
+    server.shutdown()
+"""
+
+from __future__ import annotations
+
+import copy
+import hmac
+import json
+import math
+import selectors
+import socket
+import sys
+import threading
+import time
+
+__all__ = ["ModelServer", "DEFAULTS"]
+
+#: Defaults of the server's limits (the command line shows them in ``--help``).
+DEFAULTS = {
+    "host": "127.0.0.1",
+    "port": 8765,
+    "max_line_bytes": 1 << 20,
+    "max_clients": 32,
+    "idle_timeout": 300.0,
+}
+
+_POLL = 0.1  # seconds between checks of the stop flag
+_KEYS = frozenset({"x", "y", "proba", "id"})
+
+
+class RequestError(ValueError):
+    """A request the server answers with an error reply."""
+
+
+def _label_ok(y) -> bool:
+    if isinstance(y, (bool, str)):
+        return True
+    if isinstance(y, int):
+        return True
+    return isinstance(y, float) and math.isfinite(y)
+
+
+def _jsonable(value):
+    """A prediction or label as JSON (tuples become lists; unknown objects their repr)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    try:  # numpy scalars
+        return _jsonable(value.item())
+    except AttributeError:
+        return repr(value)
+
+
+class ModelServer:
+    """Serve ``model`` (a river classifier or pipeline) over TCP, JSON lines in and out.
+
+    Parameters
+    ----------
+    model
+        Anything with river's ``predict_one``/``learn_one`` (``predict_proba_one`` for
+        ``"proba": true``).
+    host, port
+        Where to listen; ``port=0`` picks a free port (see :attr:`address`).
+        The default host is the loopback interface: other machines cannot connect.
+    token
+        If given, the first line of every connection must be ``{"token": token}``.
+    max_line_bytes, max_clients, idle_timeout
+        The limits described in the module docstring.
+    save_path, checkpoint_every
+        Write the model to ``save_path`` (atomically) every ``checkpoint_every``
+        learned examples and on :meth:`shutdown`.
+    save
+        ``save(model, path)``; default :func:`onlinemkl.persist.save`.
+    log
+        A file for one-line event messages (default: standard error; None: silent).
+    """
+
+    def __init__(self, model, *, host=DEFAULTS["host"], port=0, token=None,
+                 max_line_bytes=DEFAULTS["max_line_bytes"], max_clients=DEFAULTS["max_clients"],
+                 idle_timeout=DEFAULTS["idle_timeout"], save_path=None, checkpoint_every=None, save=None,
+                 log=sys.stderr):
+        if max_line_bytes < 16:
+            raise ValueError(f"max_line_bytes={max_line_bytes}: must be at least 16")
+        if max_clients < 1:
+            raise ValueError(f"max_clients={max_clients}: must be at least 1")
+        if not idle_timeout > 0:
+            raise ValueError(f"idle_timeout={idle_timeout}: must be > 0 seconds")
+        if checkpoint_every is not None and checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every={checkpoint_every}: must be at least 1")
+        self.model = model
+        self.token = token
+        self.max_line_bytes = int(max_line_bytes)
+        self.max_clients = int(max_clients)
+        self.idle_timeout = float(idle_timeout)
+        self.save_path = save_path
+        self.checkpoint_every = checkpoint_every
+        if save is None:
+            from .persist import save
+        self._save = save
+        self._log_file = log
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._clients: set = set()
+        self._clients_lock = threading.Lock()
+        self._thread = None
+        self.n_requests = 0
+        self.n_learned = 0
+        self.n_errors = 0
+        self._since_checkpoint = 0
+        # JSON keys are strings; a model whose features are numbers (LIBSVM, arrays) reads "3" as 3.
+        cols = getattr(getattr(_final(model), "_features", None), "columns", None)
+        self.numbered_features = bool(cols) and all(isinstance(k, int) and not isinstance(k, bool) for k in cols)
+        try:
+            self._sock = socket.create_server((host, port), family=_family(host), backlog=64)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        self._sock.setblocking(False)
+        self.address = self._sock.getsockname()[:2]
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    def _log(self, msg):
+        if self._log_file is not None:
+            print(f"onlinemkl serve: {msg}", file=self._log_file, flush=True)
+
+    def start(self):
+        """Serve in a background thread; returns ``self``."""
+        self._thread = threading.Thread(target=self.serve_forever, name="onlinemkl-serve", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self):
+        """Accept connections until :meth:`request_stop`; then stop listening."""
+        sel = selectors.DefaultSelector()
+        sel.register(self._sock, selectors.EVENT_READ)
+        try:
+            while not self._stop.is_set():
+                if not sel.select(timeout=_POLL):
+                    continue
+                try:
+                    conn, addr = self._sock.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    if self._stop.is_set():
+                        break
+                    raise
+                self._admit(conn, addr)
+        finally:
+            sel.close()
+            self._sock.close()
+
+    def _admit(self, conn, addr):
+        conn.setblocking(True)
+        conn.settimeout(self.idle_timeout)  # bounds a send to a client that does not read
+        with self._clients_lock:
+            if len(self._clients) >= self.max_clients:
+                self._send(conn, {"error": f"server busy: {self.max_clients} clients connected (--max-clients)"})
+                _close(conn)
+                return
+            t = threading.Thread(target=self._serve_client, args=(conn, addr), daemon=True,
+                                 name=f"onlinemkl-client-{addr[1]}")
+            self._clients.add(t)
+        t.start()
+
+    def request_stop(self):
+        """Stop accepting connections; connections finish the line in progress, then close."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def shutdown(self, timeout: float = 30.0):
+        """Stop, wait for the connections to finish their lines, write the final checkpoint."""
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._clients_lock:
+                alive = [t for t in self._clients if t.is_alive()]
+            if not alive or time.monotonic() > deadline:
+                break
+            alive[0].join(max(0.0, min(_POLL, deadline - time.monotonic())))
+        if self.save_path is not None:
+            with self.lock:
+                self._save(self.model, self.save_path)
+            self._log(f"saved the model to {self.save_path} ({self.n_learned} examples learnt while serving)")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # -- one connection --------------------------------------------------------------------
+
+    def _send(self, conn, obj) -> bool:
+        try:
+            conn.sendall(json.dumps(obj, default=repr).encode("utf-8") + b"\n")
+            return True
+        except OSError:
+            return False
+
+    def _serve_client(self, conn, addr):
+        sel = selectors.DefaultSelector()
+        try:
+            sel.register(conn, selectors.EVENT_READ)
+            buf = bytearray()
+            discarding = False  # skipping the rest of an over-long line
+            authed = self.token is None
+            line_no = 0
+            last = time.monotonic()
+            while not self._stop.is_set():
+                if not sel.select(timeout=_POLL):
+                    if time.monotonic() - last > self.idle_timeout:
+                        self._send(conn, {"error": f"idle for {self.idle_timeout:g} s: closing (--idle-timeout)"})
+                        return
+                    continue
+                try:
+                    chunk = conn.recv(65536)
+                except (socket.timeout, BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return  # the client closed; a partial line is dropped unprocessed
+                last = time.monotonic()
+                buf += chunk
+                while not self._stop.is_set():
+                    i = buf.find(b"\n")
+                    if discarding:
+                        if i < 0:
+                            buf.clear()
+                            break
+                        del buf[: i + 1]
+                        discarding = False
+                        continue
+                    if i < 0:
+                        if len(buf) > self.max_line_bytes:
+                            line_no += 1
+                            self.n_errors += 1
+                            buf.clear()
+                            discarding = True
+                            if not self._send(conn, {"error": f"line longer than {self.max_line_bytes} bytes "
+                                                              "(--max-line-bytes): skipped", "line": line_no}):
+                                return
+                        break
+                    line = bytes(buf[:i])
+                    del buf[: i + 1]
+                    line_no += 1
+                    if len(line) > self.max_line_bytes:
+                        self.n_errors += 1
+                        if not self._send(conn, {"error": f"line longer than {self.max_line_bytes} bytes "
+                                                          "(--max-line-bytes): skipped", "line": line_no}):
+                            return
+                        continue
+                    if not line.strip():
+                        line_no -= 1
+                        continue
+                    if not authed:
+                        if self._check_token(line):
+                            authed = True
+                            if not self._send(conn, {"ok": True}):
+                                return
+                            continue
+                        self._send(conn, {"error": "authentication failed: the first line must be "
+                                                   '{"token": "..."} with the server\'s token'})
+                        return
+                    reply = self.handle_line(line)
+                    if "error" in reply:
+                        reply["line"] = line_no
+                    if not self._send(conn, reply):
+                        return
+        finally:
+            sel.close()
+            _close(conn)
+            with self._clients_lock:
+                self._clients.discard(threading.current_thread())
+
+    def _check_token(self, line: bytes) -> bool:
+        try:
+            obj = json.loads(line)
+        except Exception:  # malformed, not UTF-8, nested too deeply
+            return False
+        tok = obj.get("token") if isinstance(obj, dict) else None
+        if not isinstance(tok, str):
+            return False
+        return hmac.compare_digest(tok.encode("utf-8"), self.token.encode("utf-8"))
+
+    # -- one request -----------------------------------------------------------------------
+
+    def handle_line(self, line: bytes) -> dict:
+        """The reply to one request line (never raises for a bad request)."""
+        self.n_requests += 1
+        try:
+            req = self.parse(line)
+            reply = self.handle(req)
+        except RequestError as exc:
+            self.n_errors += 1
+            return {"error": str(exc)}
+        except Exception as exc:  # the model rejected the example (its message says why)
+            self.n_errors += 1
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        return reply
+
+    @staticmethod
+    def parse(line: bytes) -> dict:
+        """A validated request: ``x`` a dict of finite numbers, ``y`` a JSON scalar, ``proba`` a bool."""
+        try:
+            req = json.loads(line)
+        except UnicodeDecodeError:
+            raise RequestError("the line is not UTF-8 text") from None
+        except ValueError as exc:
+            raise RequestError(f"malformed JSON ({exc})") from None
+        if not isinstance(req, dict):
+            raise RequestError('a request is a JSON object such as {"x": {"f1": 0.5}} or {"x": {...}, "y": "a"}')
+        unknown = set(req) - _KEYS
+        if unknown:
+            raise RequestError(f"unknown keys {sorted(unknown)}; a request has x, and optionally y, proba, id")
+        x = req.get("x")
+        if not isinstance(x, dict):
+            raise RequestError('"x" must be a JSON object mapping feature names to numbers')
+        for k, v in x.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise RequestError(f"feature {k!r} = {v!r} is not a finite number")
+        if "y" in req and not _label_ok(req["y"]):
+            raise RequestError(f'"y" = {req["y"]!r}: a label is a JSON string, number or boolean')
+        if not isinstance(req.get("proba", False), bool):
+            raise RequestError('"proba" must be true or false')
+        return req
+
+    def handle(self, req: dict) -> dict:
+        """Predict (and learn when ``y`` is given) under the model lock."""
+        x = {k: float(v) for k, v in req["x"].items()}
+        if self.numbered_features:
+            x = {_number(k): v for k, v in x.items()}
+        reply = {}
+        with self.lock:
+            reply["prediction"] = _jsonable(self.model.predict_one(x))
+            if req.get("proba"):
+                proba = self.model.predict_proba_one(x)
+                reply["classes"] = [_jsonable(c) for c in proba]
+                reply["proba"] = [float(p) for p in proba.values()]
+            if "y" in req:
+                self._learn(x, req["y"])
+                reply["learned"] = True
+        if "id" in req:
+            reply["id"] = req["id"]
+        return reply
+
+    def _learn(self, x, y):
+        """learn_one, with the steps before the learner restored if the learner rejects the example."""
+        steps = getattr(self.model, "steps", None)
+        saved = []
+        if steps is not None:
+            for step in list(steps.values())[:-1]:
+                saved.append((step, copy.deepcopy(step.__dict__)))
+        try:
+            self.model.learn_one(x, y)
+        except Exception:
+            for step, state in saved:
+                step.__dict__.clear()
+                step.__dict__.update(state)
+            raise
+        self.n_learned += 1
+        self._since_checkpoint += 1
+        if self.save_path is not None and self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
+            self._save(self.model, self.save_path)
+            self._since_checkpoint = 0
+
+
+def _final(model):
+    steps = getattr(model, "steps", None)
+    return list(steps.values())[-1] if steps else model
+
+
+def _number(key: str):
+    try:
+        return int(key)
+    except ValueError:
+        return key
+
+
+def _family(host):
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def _close(conn):
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    conn.close()

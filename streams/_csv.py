@@ -1,0 +1,337 @@
+"""CSV reader."""
+
+from __future__ import annotations
+
+import csv
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Tuple
+
+from ._base import LineReader, _BadLine, to_float
+from ._errors import StreamError
+from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT
+
+__all__ = ["read_csv", "CSVReader"]
+
+_NUMBER_HINT = (", list the column in categorical= to keep it as a string or in "
+                "drop= to ignore it")
+
+
+def _to_int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    value = to_float(text, what)
+    if not value.is_integer():
+        raise _BadLine(f"{what} = {text!r} is not an integer",
+                       "fix the value or use target_type=float")
+    return int(value)
+
+
+class CSVReader(LineReader):
+    """Iterable returned by :func:`read_csv` (see there)."""
+
+    def __init__(self, source: Any, target: Optional[str] = None, *,
+                 has_target: bool = True, delimiter: str = ",", quotechar: str = '"',
+                 categorical: Iterable[str] = (), drop: Iterable[str] = (),
+                 converters: Optional[Mapping[str, Callable[[str], Any]]] = None,
+                 missing: Iterable[str] = ("",), target_type: Any = None,
+                 on_error: str = "raise", encoding: str = "utf-8",
+                 timeout: float | None = DEFAULT_TIMEOUT,
+                 connect_timeout: float | None = DEFAULT_TIMEOUT,
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
+        super().__init__(source, on_error=on_error, encoding=encoding, timeout=timeout,
+                         connect_timeout=connect_timeout, max_line_bytes=max_line_bytes)
+        if target is not None and not has_target:
+            raise ValueError(f"target={target!r} contradicts has_target=False")
+        for name, value in (("categorical", categorical), ("drop", drop),
+                            ("missing", missing)):
+            if isinstance(value, str):
+                raise TypeError(f"{name}= takes a list of strings, got the string {value!r}"
+                                f"; write {name}=[{value!r}]")
+        self.target = target
+        self.has_target = has_target
+        self.delimiter = delimiter
+        self.quotechar = quotechar
+        self.categorical = tuple(categorical)
+        self.drop = tuple(drop)
+        self.converters = dict(converters or {})
+        self.missing = frozenset(missing)
+        if target_type not in (None, str, int, float) and not callable(target_type):
+            raise TypeError("target_type must be None, str, int, float or a callable, "
+                            f"got {target_type!r}")
+        if target is not None and target in self.converters and target_type is not None:
+            raise ValueError(f"give either converters[{target!r}] or target_type, not both")
+        self.target_type = target_type
+        csv.reader([], delimiter=delimiter, quotechar=quotechar)  # validate the dialect
+        #: column names of the header, once read
+        self.columns: Optional[list] = None
+
+    # -- header ----------------------------------------------------------------
+    def _fatal(self, line_no: int, problem: str) -> StreamError:
+        return StreamError(f"{self.source_name} line {line_no}: {problem}",
+                           source=self.source_name, line_no=line_no, reason=problem)
+
+    def _plan(self, header: list, line_no: int):
+        seen = {}
+        for i, name in enumerate(header):
+            if not name:
+                raise self._fatal(line_no, f"header column {i + 1} has no name; "
+                                  "give every column a name in the header row")
+            if name in seen:
+                raise self._fatal(line_no, f"header has column {name!r} twice (columns "
+                                  f"{seen[name] + 1} and {i + 1}); rename one of them")
+            seen[name] = i
+        cols = ", ".join(map(repr, header))
+
+        def need(name, what):
+            if name not in seen:
+                raise self._fatal(line_no, f"{what} column {name!r} is not in the header "
+                                  f"({cols}); check the name and the delimiter "
+                                  f"(delimiter={self.delimiter!r})")
+
+        target = None
+        if self.has_target:
+            target = self.target if self.target is not None else header[-1]
+            need(target, "target")
+        for name in self.drop:
+            need(name, "drop=")
+        for name in self.categorical:
+            need(name, "categorical=")
+        for name in self.converters:
+            need(name, "converters=")
+        if target is not None and target in self.drop:
+            raise self._fatal(line_no, f"the target column {target!r} is also in drop=")
+        features = []
+        for i, name in enumerate(header):
+            if name == target or name in self.drop:
+                continue
+            conv = self.converters.get(name)
+            kind = "conv" if conv else ("cat" if name in self.categorical else "num")
+            features.append((i, name, kind, conv))
+        t_index = None if target is None else seen[target]
+        t_conv = None
+        if target is not None:
+            t_conv = self.converters.get(target)
+            if t_conv is None and self.target_type not in (None, str):
+                if self.target_type is int:
+                    t_conv = lambda v: _to_int(v, f"target column {target!r}")  # noqa: E731
+                elif self.target_type is float:
+                    t_conv = lambda v: to_float(v, f"target column {target!r}", "", True)  # noqa: E731
+                else:
+                    t_conv = self.target_type
+        return features, target, t_index, t_conv, len(header)
+
+    # -- records ---------------------------------------------------------------
+    def _records(self) -> Iterator[Tuple[dict, Any]]:
+        state = {"first": None, "last": 0}
+        lines = self._lines()
+
+        def feed():
+            for line_no, text in lines:
+                if state["first"] is None:
+                    state["first"] = line_no
+                state["last"] = line_no
+                yield text + "\n"
+
+        rows = csv.reader(feed(), delimiter=self.delimiter, quotechar=self.quotechar,
+                          strict=True)
+        try:
+            header = None
+            while header is None:
+                state["first"] = None
+                try:
+                    row = next(rows)
+                except StopIteration:
+                    raise StreamError(f"{self.source_name}: no header row (the input is "
+                                      "empty); the first line must name the columns",
+                                      source=self.source_name) from None
+                except csv.Error as exc:
+                    raise self._fatal(state["first"] or state["last"],
+                                      f"cannot parse the header row ({exc})") from None
+                if any(cell.strip() for cell in row):
+                    header = [cell.strip() for cell in row]
+            self.columns = header
+            features, target, t_index, t_conv, n_cols = self._plan(header, state["first"])
+            missing = self.missing
+            delim = self.delimiter
+            while True:
+                state["first"] = None
+                try:
+                    row = next(rows)
+                except StopIteration:
+                    return
+                except csv.Error as exc:
+                    first, last = state["first"] or state["last"], state["last"]
+                    span = f" (record spans lines {first}-{last})" if last > first else ""
+                    self._bad(first, f"malformed CSV: {exc}{span}",
+                              f"fix the quoting (a field containing {delim!r}, a quote "
+                              "or a line break must be quoted, quotes inside doubled)")
+                    continue
+                if not any(cell.strip() for cell in row):
+                    continue  # blank line: not a record
+                line_no = state["first"]
+                try:
+                    if len(row) != n_cols:
+                        raise _BadLine(f"has {len(row)} fields, the header has {n_cols}",
+                                       f"fix the row (quote fields that contain "
+                                       f"{delim!r})")
+                    x = {}
+                    for i, name, kind, conv in features:
+                        value = row[i].strip()
+                        if value in missing:
+                            continue
+                        if kind == "num":
+                            x[name] = to_float(value, f"column {name!r}", _NUMBER_HINT, True)
+                        elif kind == "cat":
+                            x[name] = value
+                        else:
+                            try:
+                                out = conv(value)
+                            except Exception as exc:
+                                raise _BadLine(f"converters[{name!r}] failed on {value!r} "
+                                               f"({type(exc).__name__}: {exc})",
+                                               "fix the value or the converter") from None
+                            if out is not None:
+                                x[name] = out
+                    if t_index is None:
+                        y = None
+                    else:
+                        value = row[t_index].strip()
+                        if value in missing:
+                            raise _BadLine(f"the target column {target!r} is empty",
+                                           "fill in the label (or use has_target=False "
+                                           "for unlabelled data)")
+                        if t_conv is None:
+                            y = value
+                        else:
+                            try:
+                                y = t_conv(value)
+                            except _BadLine:
+                                raise
+                            except Exception as exc:
+                                raise _BadLine(f"target column {target!r} = {value!r} "
+                                               f"cannot be converted ({type(exc).__name__}"
+                                               f": {exc})", "fix the value") from None
+                except _BadLine as bad:
+                    self._bad(line_no, bad.problem, bad.fix)
+                    continue
+                yield x, y
+        finally:
+            lines.close()
+
+
+def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = True,
+             delimiter: str = ",", quotechar: str = '"', categorical: Iterable[str] = (),
+             drop: Iterable[str] = (),
+             converters: Optional[Mapping[str, Callable[[str], Any]]] = None,
+             missing: Iterable[str] = ("",), target_type: Any = None,
+             on_error: str = "raise", encoding: str = "utf-8",
+             timeout: float | None = DEFAULT_TIMEOUT,
+             connect_timeout: float | None = DEFAULT_TIMEOUT,
+             max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> CSVReader:
+    """Lazily read ``(x, y)`` pairs from a CSV file, standard input or a socket.
+
+    The first non-blank line is the header (required); each later row becomes
+    one ``(x, y)`` pair, read one line at a time (constant memory). Quoting
+    follows the :mod:`csv` module (``"a, b"`` is one field, ``""`` inside
+    quotes is a quote, quoted fields may span lines).
+
+    Parameters
+    ----------
+    source : str, os.PathLike, file object or iterable of lines
+        A path (``.gz``, ``.bz2``, ``.xz`` decompressed by suffix), ``"-"`` for
+        standard input, ``"tcp://host:port"`` (the header is the first line the
+        peer sends), or an open text or binary file object. See
+        :func:`~streams.open_source`.
+    target : str or None, default None
+        Name of the label column. ``None`` means the **last column** is the
+        label (unless ``has_target=False``).
+    has_target : bool, default True
+        ``False`` for unlabelled input (e.g. data to predict): every column
+        (except ``drop``) is a feature and ``y`` is ``None``.
+    delimiter, quotechar : str
+        Field separator (``","``; ``"\\t"`` for TSV, ``";"`` ...) and quote.
+    categorical : list of str
+        Feature columns whose values are kept as strings (river's convention
+        for categorical features). Every other feature column must be numeric.
+    drop : list of str
+        Columns to ignore.
+    converters : dict of str to callable, optional
+        ``{column: f}``: ``f(value_str)`` gives the value of that column (feature
+        or target) instead of the default conversion. A converter returning
+        ``None`` marks a feature as missing; one raising marks the line bad.
+    missing : list of str, default ``("",)``
+        Field values (after stripping blanks) that mean "missing". A missing
+        feature is **left out of x** (river's convention for sparse / missing
+        values; the converter is not called); a missing label makes the line
+        bad. Add e.g. ``"NA"``, ``"?"`` or ``"nan"`` to treat them as missing.
+    target_type : None, str, int, float or callable
+        Type of the label. ``None`` (default) keeps it as the **string** found
+        in the file (``"yes"``, ``"1"``); ``float`` / ``int`` convert it
+        (``int`` accepts ``"3.0"``); any other callable is applied to the string.
+    on_error : {"raise", "skip", "warn"}, default "raise"
+        Bad-line policy. ``"raise"`` raises :class:`~streams.StreamError` naming
+        the source, the line and the fix; ``"skip"`` skips the line and counts
+        it (``n_skipped``, ``skipped``, ``summary()``); ``"warn"`` also emits a
+        :class:`~streams.StreamWarning` for each of the first 10 skipped lines.
+    encoding, timeout, connect_timeout, max_line_bytes
+        Passed to :func:`~streams.open_source` (``timeout`` and
+        ``connect_timeout`` only matter for ``tcp://`` sources).
+
+    Returns
+    -------
+    CSVReader
+        Iterable of ``(x, y)``: ``x`` maps column name to ``float`` (``str`` for
+        categorical columns), ``y`` is described above. After the header is read
+        its ``columns`` attribute holds the column names.
+
+    Notes
+    -----
+    Values are stripped of surrounding blanks. Blank lines are ignored (they
+    are not records). A line is **bad** when it has a different number of
+    fields than the header, a numeric column holds something that is not a
+    number, or a **non-finite** number (``nan``, ``inf``, ``1e999``: learners
+    reject them; list them in ``missing=`` to drop them instead), the label is
+    missing, a converter fails, the quoting is malformed (reported at the
+    record's first line), or the line cannot be decoded or is longer than
+    ``max_line_bytes``. Problems with the header itself (no header, an unnamed
+    or duplicate column, ``target`` / ``drop`` / ``categorical`` / ``converters``
+    naming an unknown column), failing to open the source and network errors
+    always raise :class:`~streams.StreamError`, whatever ``on_error``.
+
+    Examples
+    --------
+    >>> import io
+    >>> from streams import read_csv
+    >>> data = io.StringIO(
+    ...     "age,city,income,label\\n"
+    ...     "31,Paris,2.5e3,yes\\n"
+    ...     '42,"Rio, BR",,no\\n'          # empty income: left out of x
+    ...     "abc,Oslo,1.0,yes\\n")           # bad line (age is not a number)
+    >>> reader = read_csv(data, "label", categorical=["city"], on_error="skip")
+    >>> for x, y in reader:
+    ...     print(x, y)
+    {'age': 31.0, 'city': 'Paris', 'income': 2500.0} yes
+    {'age': 42.0, 'city': 'Rio, BR'} no
+    >>> reader.n_read, reader.n_skipped, reader.skipped
+    (2, 1, [(4, "column 'age' = 'abc' is not a number")])
+    >>> reader.summary()
+    "<stream>: 2 records read, 1 bad line skipped (line 4: column 'age' = 'abc' is not a number)"
+
+    Unlabelled data and a numeric label:
+
+    >>> list(read_csv(io.StringIO("a,b\\n1,2\\n"), has_target=False))
+    [({'a': 1.0, 'b': 2.0}, None)]
+    >>> list(read_csv(io.StringIO("a,b\\n1,2\\n"), target_type=int))
+    [({'a': 1.0}, 2)]
+
+    From a socket (the sender's first line is the header):
+
+    >>> for x, y in read_csv("tcp://127.0.0.1:9000", timeout=60):  # doctest: +SKIP
+    ...     model.learn_one(x, y)
+    """
+    return CSVReader(source, target, has_target=has_target, delimiter=delimiter,
+                     quotechar=quotechar, categorical=categorical, drop=drop,
+                     converters=converters, missing=missing, target_type=target_type,
+                     on_error=on_error, encoding=encoding, timeout=timeout,
+                     connect_timeout=connect_timeout, max_line_bytes=max_line_bytes)

@@ -1,0 +1,448 @@
+"""The onlinemkl command: every command in process, plus real processes for SIGKILL/SIGTERM crash safety."""
+
+import argparse
+import inspect
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from river import metrics, preprocessing
+
+import streams
+from onlinemkl import cli
+from onlinemkl.persist import load, load_with_meta
+from onlinemkl.river import OBSCUREClassifier
+
+from test_persist import assert_same_state
+
+
+def write_csv(path, n, seed=0, header=True, label=True):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(3, 4)) * 2.0
+    with open(path, "w") as fh:
+        if header:
+            fh.write("id,f0,f1,f2,f3" + (",label" if label else "") + "\n")
+        for i in range(n):
+            k = int(rng.integers(3))
+            v = centers[k] + rng.normal(size=4)
+            fh.write(f"{i}," + ",".join(f"{a:.6f}" for a in v) + (f",c{k}" if label else "") + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    return {"dir": d, "csv": write_csv(d / "data.csv", 600), "csv2": write_csv(d / "more.csv", 200, seed=1)}
+
+
+def reference(path, budget=40, start=None, **params):
+    """The model `train` should build, trained in process from the same reader."""
+    model = start or (preprocessing.StandardScaler() | OBSCUREClassifier(budget=budget, **params))
+    for x, y in streams.read_csv(str(path), "label", drop=["id"]):
+        model.learn_one(x, y)
+    return model
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- help and parsing ---------------------------------------------------------------------
+
+
+def test_every_option_of_every_command_states_its_default():
+    parser = cli.build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subs.choices) == {"demo", "train", "evaluate", "predict", "serve", "info"}
+    for name, sub in subs.choices.items():
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            text = formatter._get_help_string(action) if action.option_strings else action.help
+            assert text, (name, action.dest)
+            if action.option_strings:
+                assert "default" in text, (name, action.option_strings)
+        sub.format_help()  # renders without errors
+
+
+@pytest.mark.parametrize("command", ["", "demo", "train", "evaluate", "predict", "serve", "info"])
+def test_help_exits_zero(capsys, command):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(([command] if command else []) + ["--help"])
+    assert exc.value.code == 0
+    assert "usage: onlinemkl" in capsys.readouterr().out
+
+
+def test_learner_specs_list_exactly_the_constructor_parameters():
+    for spec in cli.LEARNERS.values():
+        sig = inspect.signature(spec.load().__init__)
+        params = [p for p in sig.parameters if p not in ("self", "kernels")]
+        assert list(spec.params) == params, spec.name
+
+
+def test_parse_values_params_and_kernels():
+    spec = cli.LEARNERS["obscure"]
+    assert cli.parse_params(["budget=5", "p=1.5", "switch_after=none", "pegasos=true"], spec) == {
+        "budget": 5, "p": 1.5, "switch_after": None, "pegasos": True}
+    for bad, msg in (("budget", "KEY=VALUE"), ("nope=1", "has no parameter 'nope'"), ("kernels=x", "--kernel")):
+        with pytest.raises(cli.CommandError, match=msg):
+            cli.parse_params([bad], spec)
+    from onlinemkl.kernels import BSpline, Laplacian, Linear, Polynomial, RBF
+
+    assert cli.parse_kernel("linear") == Linear()
+    assert cli.parse_kernel("Gaussian:gamma_scale=2") == RBF(gamma_scale=2.0)
+    assert cli.parse_kernel("laplacian:gamma=0.1,group=a|b") == Laplacian(gamma=0.1, group=("a", "b"))
+    assert cli.parse_kernel("bspline:h=2") == BSpline(h=2.0)
+    assert cli.parse_kernel("poly:degree=3,offset=0") == Polynomial(degree=3, offset=0.0)
+    for bad, msg in (("cubic", "unknown kind"), ("rbf:gama=1", "not KEY=VALUE"), ("rbf:gamma=-1", "gamma"),
+                     ("poly:degree=1.5", "degree")):
+        with pytest.raises(cli.CommandError, match=msg):
+            cli.parse_kernel(bad)
+
+
+# -- train ----------------------------------------------------------------------------------
+
+
+def test_train_csv_equals_training_in_process(capsys, data, tmp_path):
+    out = tmp_path / "m.omkl"
+    code, stdout, err = run(capsys, "train", data["csv"], "--target", "label", "--drop", "id",
+                            "-p", "budget=40", "--save", out)
+    assert code == 0, err
+    assert "examples learnt  : 600" in stdout and "kernel weights" in stdout
+    model, meta = load_with_meta(out)
+    assert_same_state(model, reference(data["csv"]))
+    assert meta["extra"]["train"] == {"examples_consumed": 600, "source": str(data["csv"]), "format": "csv",
+                                      "target": "label", "complete": True}
+
+
+def test_train_with_kernels_and_no_scaler(capsys, data, tmp_path):
+    out = tmp_path / "k.omkl"
+    code, _, err = run(capsys, "train", data["csv"], "--drop", "id", "--no-scale", "-k", "rbf:gamma=0.2",
+                       "-k", "linear:group=f0|f1", "-p", "budget=30", "-p", "p=1.2", "--save", out)
+    assert code == 0, err
+    from onlinemkl.kernels import RBF, Linear
+
+    ref = OBSCUREClassifier(kernels=(RBF(gamma=0.2), Linear(group=("f0", "f1"))), budget=30, p=1.2)
+    for x, y in streams.read_csv(str(data["csv"]), drop=["id"]):  # the last column is the label
+        ref.learn_one(x, y)
+    assert_same_state(load(out), ref)
+
+
+def test_train_from_standard_input(capsys, data, tmp_path, monkeypatch):
+    out = tmp_path / "stdin.omkl"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data["csv"].read_bytes())))
+    code, _, err = run(capsys, "train", "-", "--format", "csv", "--drop", "id", "-p", "budget=40", "--save", out)
+    assert code == 0, err
+    assert_same_state(load(out), reference(data["csv"]))
+
+
+def test_train_from_a_socket(capsys, tmp_path):
+    rng = np.random.default_rng(3)
+    lines = []
+    for _ in range(300):
+        x = {f"a{i}": float(v) for i, v in enumerate(rng.normal(size=3))}
+        lines.append(json.dumps({"x": x, "y": "pos" if x["a0"] + x["a1"] > 0 else "neg"}))
+    payload = ("\n".join(lines) + "\n").encode()
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def sender():  # the data source: accepts the trainer's connection, sends the lines in pieces, closes
+        conn, _ = listener.accept()
+        for i in range(0, len(payload), 997):
+            conn.sendall(payload[i:i + 997])
+        conn.close()
+        listener.close()
+
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    out = tmp_path / "tcp.omkl"
+    code, stdout, err = run(capsys, "train", f"tcp://127.0.0.1:{port}", "--format", "jsonl", "-p", "budget=50",
+                            "--save", out, "--timeout", "10")
+    t.join(5)
+    assert code == 0, err
+    assert "examples learnt  : 300" in stdout
+    ref = preprocessing.StandardScaler() | OBSCUREClassifier(budget=50)
+    for line in lines:
+        rec = json.loads(line)
+        ref.learn_one(rec["x"], rec["y"])
+    assert_same_state(load(out), ref)
+
+
+def test_train_libsvm_with_numbered_kernel_groups(capsys, tmp_path):
+    f = tmp_path / "d.svm"
+    rng = np.random.default_rng(4)
+    rows = []
+    for _ in range(200):
+        v = rng.normal(size=3)
+        rows.append(f"{1 if v[0] + v[2] > 0 else -1} 1:{v[0]:.5f} 2:{v[1]:.5f}  3:{v[2]:.5f}")
+    f.write_text("# a comment\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "svm.omkl"
+    code, _, err = run(capsys, "train", f, "-k", "rbf:group=0|2", "-k", "linear", "-p", "budget=30", "--save", out)
+    assert code == 0, err
+    from onlinemkl.kernels import RBF, Linear
+
+    ref = preprocessing.StandardScaler() | OBSCUREClassifier(kernels=(RBF(group=(0, 2)), Linear()), budget=30)
+    for x, y in streams.read_libsvm(str(f)):
+        ref.learn_one(x, y)
+    assert_same_state(load(out), ref)
+    code, _, err = run(capsys, "train", f, "-k", "rbf:group=a|b")
+    assert code == 2 and "LIBSVM features are numbers" in err
+
+
+def test_incremental_retraining_from_a_saved_model(capsys, data, tmp_path):
+    first, second = tmp_path / "day1.omkl", tmp_path / "day2.omkl"
+    assert run(capsys, "train", data["csv"], "--drop", "id", "-p", "budget=40", "--save", first)[0] == 0
+    code, _, err = run(capsys, "train", data["csv2"], "--model", first, "--drop", "id", "--save", second)
+    assert code == 0, err
+    assert_same_state(load(second), reference(data["csv2"], start=reference(data["csv"])))
+    code, _, err = run(capsys, "train", data["csv2"], "--model", first, "-p", "budget=3")
+    assert code == 2 and "cannot be combined with --model" in err
+    # Crash-safe retraining in place: --model M --save M --resume (M starts the run, then is its checkpoint).
+    argv = ["train", data["csv2"], "--model", first, "--save", first, "--resume", "--checkpoint-every", "50",
+            "--drop", "id"]
+    code, _, err = run(capsys, *argv)
+    assert code == 0, err
+    assert_same_state(load(first), load(second))
+    assert first.read_bytes() == second.read_bytes()  # metadata included: same source, same count
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "nothing to resume" in out
+    # A checkpoint of another source is not resumed silently.
+    code, _, err = run(capsys, "train", data["csv"], "--save", first, "--resume", "--drop", "id")
+    assert code == 2 and "is a checkpoint of training on" in err and "--model" in err
+
+
+def test_bad_lines_raise_skip_and_warn(capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("f0,f1,label\n1,2,a\n1,oops,b\n3,4\n2,2,b\n1,1,a\n")
+    code, out, err = run(capsys, "train", bad)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "bad.csv line 3" in err and "'oops' is not a number" in err
+    code, out, err = run(capsys, "train", bad, "--on-error", "skip")
+    assert code == 0 and "examples learnt  : 3" in out
+    assert "2 bad lines skipped" in err and "lines 3, 4" in err
+    code, out, err = run(capsys, "train", bad, "--on-error", "warn")
+    assert code == 0 and "warning: " in err and "line 4: has 2 fields" in err and "Traceback" not in err
+
+
+def test_rejected_examples_leave_the_model_unchanged(capsys, tmp_path):
+    f = tmp_path / "labels.csv"
+    f.write_text("f0,f1,label\n1,2,1\n0.5,2,0\n3,1,7\n2,2,1\n")  # 7 is not a binary label
+    out = tmp_path / "bin.omkl"
+    code, _, err = run(capsys, "train", f, "--target-type", "int", "-p", "loss=hinge")
+    assert code == 2 and "example 3" in err and "binary classifier" in err
+    code, stdout, err = run(capsys, "train", f, "--target-type", "int", "-p", "loss=hinge", "--on-error", "skip",
+                            "--save", out)
+    assert code == 0 and "examples learnt  : 3" in stdout and "1 example the learner rejected" in err
+    ref = preprocessing.StandardScaler() | OBSCUREClassifier(loss="hinge")
+    for x, y in [({"f0": 1.0, "f1": 2.0}, 1), ({"f0": 0.5, "f1": 2.0}, 0), ({"f0": 2.0, "f1": 2.0}, 1)]:
+        ref.learn_one(x, y)
+    assert_same_state(load(out), ref)  # the scaler did not keep the rejected example
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["train", "missing.csv"], "cannot open missing.csv"),
+    (["train", "{csv}", "-p", "budget=0"], "budget=0: must be >= 1"),
+    (["train", "{csv}", "-p", "colour=red"], "has no parameter 'colour'"),
+    (["train", "{csv}", "-k", "rbf:gamma=x"], "gamma"),
+    (["train", "-"], "pass --format"),
+    (["train", "{csv}", "--resume"], "need --save"),
+    (["train", "{csv}", "--drop", "nope"], "'nope' is not in the header"),
+    (["train", "tcp://127.0.0.1:1", "--format", "csv", "--timeout", "2"], "tcp://127.0.0.1:1"),
+    (["info", "{csv}"], "not an onlinemkl model file"),
+    (["info", "missing.omkl"], "no such file"),
+    (["predict", "{csv}", "{csv}"], "not an onlinemkl model file"),
+    (["evaluate", "{csv}", "--every", "0"], "--every 0"),
+    (["serve", "--checkpoint-every", "5"], "--save"),
+])
+def test_errors_are_one_line_and_a_non_zero_exit(capsys, data, argv, msg):
+    code, out, err = run(capsys, *[a.replace("{csv}", str(data["csv"])) for a in argv])
+    assert code == 2
+    assert msg in err and err.count("\n") == 1 and err.startswith(f"onlinemkl {argv[0]}: error: ")
+
+
+def test_corrupted_model_file_is_one_line(capsys, data, tmp_path):
+    out = tmp_path / "m.omkl"
+    assert run(capsys, "train", data["csv"], "--drop", "id", "-p", "budget=10", "--save", out)[0] == 0
+    raw = bytearray(out.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    out.write_bytes(bytes(raw))
+    code, _, err = run(capsys, "info", out)
+    assert code == 2 and "m.omkl" in err and err.count("\n") == 1
+
+
+# -- evaluate, predict, info ------------------------------------------------------------------
+
+
+def test_evaluate_is_prequential_with_plot(capsys, data, tmp_path):
+    png = tmp_path / "curve.png"
+    code, out, err = run(capsys, "evaluate", data["csv"], "--drop", "id", "-p", "budget=40", "-m", "accuracy",
+                         "-m", "log_loss", "--plot", png, "--every", "50", "--save", tmp_path / "ev.omkl")
+    assert code == 0, err
+    model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=40)
+    acc, ll = metrics.Accuracy(), metrics.CrossEntropy()
+    for x, y in streams.read_csv(str(data["csv"]), "label", drop=["id"]):
+        acc.update(y, model.predict_one(x))
+        ll.update(y, model.predict_proba_one(x))
+        model.learn_one(x, y)
+    assert f"accuracy         : {acc.get():.4f}" in out
+    assert f"log_loss         : {ll.get():.4f}" in out
+    assert "examples/s" in out and "examples         : 600" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_same_state(load(tmp_path / "ev.omkl"), model)
+
+
+def test_predict_matches_the_model(capsys, data, tmp_path):
+    m = tmp_path / "m.omkl"
+    assert run(capsys, "train", data["csv"], "--drop", "id", "-p", "budget=40", "--save", m)[0] == 0
+    model = load(m)
+    rows = list(streams.read_csv(str(data["csv2"]), "label", drop=["id"]))
+    code, out, err = run(capsys, "predict", m, data["csv2"], "--drop", "id")
+    assert code == 0, err
+    assert out.splitlines() == [str(model.predict_one(x)) for x, _ in rows]
+    # JSON lines with probabilities, to a file; the data need not have a label column.
+    nolabel = write_csv(tmp_path / "new.csv", 30, seed=9, label=False)
+    pred = tmp_path / "pred.jsonl"
+    code, out, err = run(capsys, "predict", m, nolabel, "--drop", "id", "--proba", "--output", pred)
+    assert code == 0 and out == "" and "30 predictions" in err
+    recs = [json.loads(line) for line in pred.read_text().splitlines()]
+    for rec, (x, _) in zip(recs, streams.read_csv(str(nolabel), has_target=False, drop=["id"])):
+        proba = model.predict_proba_one(x)
+        assert rec == {"prediction": model.predict_one(x), "classes": list(proba), "proba": list(proba.values())}
+    assert len(recs) == 30
+
+
+def test_info_text_and_json(capsys, data, tmp_path):
+    m = tmp_path / "m.omkl"
+    assert run(capsys, "train", data["csv"], "--drop", "id", "-p", "budget=40", "-k", "rbf", "-k", "linear",
+               "--save", m)[0] == 0
+    code, out, err = run(capsys, "info", m)
+    assert code == 0, err
+    for text in ("StandardScaler | OBSCUREClassifier", "onlinemkl.river.OBSCUREClassifier", "budget=40",
+                 "classes          : 3", "features         : 4: f0, f1, f2, f3", "stored examples  : 40",
+                 "RBF()", "Linear()", "600 examples of", "complete"):
+        assert text in out
+    code, out, _ = run(capsys, "info", m, "--json")
+    info = json.loads(out)
+    assert sorted(info["classes"]) == ["c0", "c1", "c2"]
+    assert info["stored_examples"] == 40 and info["parameters"]["budget"] == 40
+    assert [k for k, _ in info["kernel_weights"]] == ["RBF()", "Linear()"]
+    assert abs(sum(w for _, w in info["kernel_weights"]) - 1) < 1e-12
+    assert info["training"]["examples_consumed"] == 600
+
+
+def test_demo_still_runs(capsys):
+    code, out, _ = run(capsys, "demo", "--budget", "100", "--no-progress")
+    assert code == 0 and "prequential accuracy" in out and "kernel weights" in out
+
+
+# -- crash safety ---------------------------------------------------------------------------
+
+
+def _train_argv(src, ck):
+    return ["train", str(src), "--drop", "id", "-p", "budget=60", "--save", str(ck), "--checkpoint-every", "50",
+            "--resume", "--no-progress"]
+
+
+def _consumed(path):
+    try:
+        return load_with_meta(path)[1]["extra"]["train"]["examples_consumed"]
+    except Exception:
+        return None
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    d = tmp_path_factory.mktemp("crash")
+    src = write_csv(d / "stream.csv", 6000, seed=5)
+    done = d / "uninterrupted.omkl"
+    assert cli.main(_train_argv(src, done)) == 0  # the same command, never interrupted
+    return src, done
+
+
+def _start(argv):
+    return subprocess.Popen([sys.executable, "-m", "onlinemkl.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def test_sigkill_mid_stream_then_resume_gives_the_uninterrupted_model(capsys, big, tmp_path):
+    src, done = big
+    ck = tmp_path / "ck.omkl"
+    proc = _start(_train_argv(src, ck))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            n = _consumed(ck)
+            if n is not None and n >= 500:
+                break
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    killed_at = _consumed(ck)
+    assert killed_at is not None and 500 <= killed_at < 6000 and killed_at % 50 == 0
+    assert not load_with_meta(ck)[1]["extra"]["train"]["complete"]
+    code, out, err = run(capsys, *_train_argv(src, ck))  # the same command again
+    assert code == 0, err
+    assert f"resuming from {ck}: {killed_at} examples already learnt" in err
+    assert f"examples learnt  : {6000 - killed_at}" in out
+    assert_same_state(load(ck), load(done))
+    assert ck.read_bytes() == done.read_bytes()  # byte for byte, metadata included
+    code, out, _ = run(capsys, *_train_argv(src, ck))  # and once more: nothing left to do
+    assert code == 0 and "nothing to resume" in out
+
+
+def test_sigterm_writes_a_checkpoint_and_resume_finishes(capsys, big, tmp_path):
+    src, done = big
+    ck = tmp_path / "ck.omkl"
+    argv = _train_argv(src, ck)
+    argv[argv.index("--checkpoint-every") + 1] = "100000"  # only the signal writes a checkpoint
+    proc = _start(argv)
+    try:
+        deadline = time.monotonic() + 60
+        while not _learning(proc) and time.monotonic() < deadline:  # wait until it reads the data
+            time.sleep(0.01)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read().decode()
+    assert "SIGTERM: stopped after" in err and "checkpoint written" in err and "Traceback" not in err
+    stopped_at = _consumed(ck)
+    assert stopped_at is not None and stopped_at < 6000
+    code, _, err = run(capsys, *argv)
+    assert code == 0, err
+    assert_same_state(load(ck), load(done))
+
+
+def _learning(proc):
+    """True once the child has the data file open, i.e. its signal handlers are installed."""
+    if proc.poll() is not None:
+        return True
+    try:
+        fds = os.listdir(f"/proc/{proc.pid}/fd")
+    except OSError:  # no /proc: fall back to a generous delay
+        time.sleep(3)
+        return True
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{proc.pid}/fd/{fd}").endswith("stream.csv"):
+                return True
+        except OSError:
+            continue
+    return False
