@@ -118,6 +118,55 @@ LEARNERS = {
 }
 
 
+_PROXIMAL_COMMON = {
+    "regularizer": ("sq_l21", "group regulariser: sq_l21 (MKL), weighted_sq_l1, l21 (group lasso), "
+                              "sparse_group_lasso, nonsparse (0.5 sum ||theta_k||^q), elastic_net, none"),
+    "lam": (None, "regularisation strength >= 0"),
+    "q": ("1.5", "the exponent of regularizer=nonsparse, in (1, 2]"),
+    "sigma": ("1.0", "the squared l2 weight of regularizer=elastic_net, and the 1/(sigma t) step schedule"),
+    "l1_ratio": ("1.0", "within-group l1 weight (relative to lam) of regularizer=sparse_group_lasso"),
+    "group_weights": ("none", "per-group weights of regularizer=weighted_sq_l1, one per group: kernels then explicit "
+                              "groups, e.g. 1|1|0.5"),
+    "schedule": ("invsqrt", "step sizes: invsqrt (eta0/sqrt(t)), constant (eta0), strongly_convex (1/(sigma t))"),
+    "eta0": (None, "initial step size > 0"),
+    "gamma": (None, "projection radius > 0, 'auto' (appendix E, where it applies) or none"),
+    "average": (None, "predict with the running average of the iterates (no history stored)"),
+    "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
+    "eviction": ("oldest", "'oldest' or 'least_impact': what a full buffer drops"),
+}
+
+
+def _proximal_params(cls_defaults: dict, head: dict) -> dict:
+    out = dict(head)
+    for k, (d, h) in _PROXIMAL_COMMON.items():
+        out[k] = (cls_defaults[k] if d is None else d, h)
+    return out
+
+
+LEARNERS["proximal"] = LearnerSpec(
+    name="proximal",
+    target="onlinemkl.river:ProximalMKLClassifier",
+    task="classification",
+    summary="online proximal MKL, kernelised FOBOS with group-norm proximal steps (Martins et al. 2011)",
+    params=_proximal_params(
+        {"lam": "1e-4", "eta0": "1.0", "gamma": "auto", "average": "false"},
+        {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
+                                     "joined by '|', groups by ';', e.g. a|b;c"),
+         "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")}),
+)
+LEARNERS["proximal-regressor"] = LearnerSpec(
+    name="proximal-regressor",
+    target="onlinemkl.river:ProximalMKLRegressor",
+    task="regression",
+    summary="online proximal MKL regression (Martins et al. 2011), targets standardised online",
+    params=_proximal_params(
+        {"lam": "0.01", "eta0": "0.1", "gamma": "none", "average": "true"},
+        {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
+                                     "joined by '|', groups by ';', e.g. a|b;c"),
+         "loss": ("squared", "'squared' or 'epsilon_insensitive'"),
+         "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")}),
+)
+
 DEFAULT_LEARNER = "obscure"
 
 
@@ -155,8 +204,27 @@ def parse_params(items, spec: LearnerSpec) -> dict:
         if key not in spec.params:
             raise CommandError(f"--param {key}: learner {spec.name!r} has no parameter {key!r}; "
                                f"its parameters are {', '.join(spec.params)}")
-        out[key] = parse_value(value)
+        out[key] = _TUPLE_PARAMS[key](value) if key in _TUPLE_PARAMS and value.strip().lower() != "none" \
+            else parse_value(value)
     return out
+
+
+def _parse_groups(text: str):
+    """``all`` -> ``(None,)`` (one group of every feature); ``a|b;c`` -> ``(("a", "b"), ("c",))``."""
+    return tuple(None if g.strip().lower() == "all" else tuple(n.strip() for n in g.split("|") if n.strip())
+                 for g in text.split(";") if g.strip())
+
+
+def _parse_floats(text: str):
+    """``1|2.5|3`` -> ``(1.0, 2.5, 3.0)``."""
+    try:
+        return tuple(float(v) for v in text.split("|"))
+    except ValueError:
+        raise CommandError(f"{text!r}: expected numbers separated by '|', e.g. 1|0.5|2") from None
+
+
+#: Parameters whose values are tuples on the command line.
+_TUPLE_PARAMS = {"explicit_groups": _parse_groups, "group_weights": _parse_floats}
 
 
 KERNEL_KINDS = {"linear": "Linear", "polynomial": "Polynomial", "poly": "Polynomial", "rbf": "RBF",
@@ -538,11 +606,13 @@ def _print_weights(learner, out=None):
         weights = learner.kernel_weights_
     except Exception:  # no such attribute, or an unfitted estimator
         return
-    kernels = _kernels_of(learner)
+    kernels = list(_kernels_of(learner) or ())
+    explicit = getattr(learner, "explicit_groups", None) or ()
+    labels = [kernel_label(k) for k in kernels]
+    labels += ["explicit(all features)" if g is None else f"explicit({'|'.join(map(str, g))})" for g in explicit]
     print("kernel weights   :", file=out)
     for i, w in enumerate(weights):
-        k = kernel_label(kernels[i]) if kernels is not None and i < len(kernels) else f"kernel {i}"
-        print(f"  {w:6.3f}  {k}", file=out)
+        print(f"  {w:6.3f}  {labels[i] if i < len(labels) else f'group {i}'}", file=out)
 
 
 def _target_default(args, meta):
@@ -779,8 +849,17 @@ METRICS = {
     "accuracy": "Accuracy", "balanced_accuracy": "BalancedAccuracy", "macro_f1": "MacroF1",
     "micro_f1": "MicroF1", "weighted_f1": "WeightedF1", "cohen_kappa": "CohenKappa", "mcc": "MCC",
     "log_loss": "CrossEntropy",
+    "mae": "MAE", "rmse": "RMSE", "r2": "R2",
 }
+REGRESSION_METRICS = frozenset({"mae", "rmse", "r2"})
 DEFAULT_METRICS = ("accuracy", "macro_f1")
+DEFAULT_REGRESSION_METRICS = ("mae", "rmse", "r2")
+
+
+def _is_regressor(learner) -> bool:
+    from river import base
+
+    return isinstance(learner, base.Regressor)
 
 
 def _evaluate(args) -> int:
@@ -796,10 +875,16 @@ def _evaluate(args) -> int:
             import matplotlib.pyplot  # noqa: F401
         except ImportError:
             raise CommandError("--plot needs matplotlib: python -m pip install matplotlib") from None
-    names = args.metric or list(DEFAULT_METRICS)
+    model, meta = _model_from_args(args)
+    regression = _is_regressor(final_step(model))
+    names = args.metric or list(DEFAULT_REGRESSION_METRICS if regression else DEFAULT_METRICS)
+    wrong = [n for n in names if (n in REGRESSION_METRICS) != regression]
+    if wrong:
+        raise CommandError(f"--metric {wrong[0]}: not a {'regression' if regression else 'classification'} "
+                           f"metric; this model is a {'regressor' if regression else 'classifier'} (choose from "
+                           f"{', '.join(n for n in sorted(METRICS) if (n in REGRESSION_METRICS) == regression)})")
     metrics = {name: getattr(rm, METRICS[name])() for name in names}
     need_proba = any(not getattr(m, "requires_labels", True) for m in metrics.values())
-    model, meta = _model_from_args(args)
     target = _target_default(args, meta)
     src = Source(args.source, args.format, target, args.on_error, args.timeout, drop=args.drop,
                  target_type=args.target_type)
@@ -835,8 +920,11 @@ def _evaluate(args) -> int:
                         print(f"onlinemkl evaluate: warning: {src.position}: skipped: {exc}", file=sys.stderr)
                     guard.check()
                     continue
-                for m in metrics.values():
-                    m.update(y, y_pred if getattr(m, "requires_labels", True) else proba)
+                # river's convention (evaluate.progressive_val_score): a model that cannot
+                # predict yet (no label seen) is not scored on that example.
+                if y_pred is not None:
+                    for m in metrics.values():
+                        m.update(y, y_pred if getattr(m, "requires_labels", True) else proba)
                 n += 1
                 guard.busy = False
                 bar.update(1)
@@ -914,6 +1002,9 @@ def _plot(curve, learner, path, title, source):
 
 def _predict(args) -> int:
     model, meta = load_model(args.model_file)
+    if args.proba and not hasattr(model, "predict_proba_one"):
+        raise CommandError(f"--proba: {args.model_file} holds a regressor ({describe(model)}); it has no class "
+                           "probabilities")
     target = _target_default(args, meta)
     src = Source(args.source, args.format, target, args.on_error, args.timeout, labelled=False, drop=args.drop)
     errors = source_errors()
@@ -1251,7 +1342,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source(ev)
     _add_model(ev)
     ev.add_argument("--metric", "-m", choices=sorted(METRICS), action="append", default=None,
-                    help=f"a river metric (repeatable; default: {', '.join(DEFAULT_METRICS)}); log_loss scores "
+                    help=f"a river metric (repeatable; default: {', '.join(DEFAULT_METRICS)} for classifiers, "
+                         f"{', '.join(DEFAULT_REGRESSION_METRICS)} for regressors); log_loss scores "
                          "predict_proba_one")
     ev.add_argument("--plot", metavar="PNG", default=None,
                     help="write the learning curve and the kernel weights over time to this image (needs "

@@ -384,6 +384,8 @@ class ModelServer:
         if self.numbered_features:
             x = {_number(k): v for k, v in x.items()}
         reply = {}
+        if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
+            raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
             reply["prediction"] = _jsonable(self.model.predict_one(x))
             if req.get("proba"):

@@ -292,8 +292,10 @@ def test_evaluate_is_prequential_with_plot(capsys, data, tmp_path):
     model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=40)
     acc, ll = metrics.Accuracy(), metrics.CrossEntropy()
     for x, y in streams.read_csv(str(data["csv"]), "label", drop=["id"]):
-        acc.update(y, model.predict_one(x))
-        ll.update(y, model.predict_proba_one(x))
+        y_pred = model.predict_one(x)
+        if y_pred is not None:  # river's progressive_val_score convention
+            acc.update(y, y_pred)
+            ll.update(y, model.predict_proba_one(x))
         model.learn_one(x, y)
     assert f"accuracy         : {acc.get():.4f}" in out
     assert f"log_loss         : {ll.get():.4f}" in out
