@@ -38,6 +38,32 @@ RBF(group=('a', 'b'), normalize=False, gamma=0.5, gamma_scale=1.0)
 >>> main(["info", "/nonexistent/model.omkl"])
 2
 
+Every command on a small in-memory data set (a temporary csv file):
+
+>>> import contextlib, io, json, os, tempfile
+>>> tmp = tempfile.mkdtemp()
+>>> csv = os.path.join(tmp, "xor.csv"); model = os.path.join(tmp, "m.omkl")
+>>> with open(csv, "w") as f:
+...     _ = f.write("a,b,label\\n" + "".join(f"{(i % 7) / 3 - 1:.3f},{(i % 5) / 2 - 1:.3f},"
+...                                       f"{'pos' if ((i % 7) / 3 - 1) * ((i % 5) / 2 - 1) > 0 else 'neg'}\\n"
+...                                       for i in range(200)))
+>>> out = io.StringIO()
+>>> with contextlib.redirect_stdout(out):
+...     codes = [main(["train", csv, "--target", "label", "--save", model, "--no-progress"]),
+...              main(["evaluate", csv, "--target", "label", "--no-progress", "-p", "budget=50"]),
+...              main(["predict", model, csv, "--target", "label", "--output", os.path.join(tmp, "p.txt")])]
+>>> codes
+[0, 0, 0]
+>>> info = io.StringIO()
+>>> with contextlib.redirect_stdout(info):
+...     code = main(["info", model, "--json"])
+>>> code
+0
+>>> sorted(json.loads(info.getvalue())["classes"])
+['neg', 'pos']
+>>> len(open(os.path.join(tmp, "p.txt")).read().split())
+200
+
 Learners are entries of :data:`LEARNERS`; adding one is one
 :class:`LearnerSpec` (its river class, its task and its parameters' help).
 """
