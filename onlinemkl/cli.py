@@ -674,7 +674,9 @@ def _demo(args) -> int:
     n = 0
     bar = tqdm(data, total=data.n_samples, unit="ex", disable=args.no_progress, file=sys.stderr)
     for x, y in bar:
-        acc.update(y, model.predict_one(x))
+        y_pred = model.predict_one(x)
+        if y_pred is not None:  # river's convention: no score before the first label is seen
+            acc.update(y, y_pred)
         model.learn_one(x, y)
         n += 1
         if n % 200 == 0:
@@ -689,7 +691,7 @@ def _demo(args) -> int:
     print(f"stage                : {clf.stage_}")
     print("kernel weights       :")
     for k, w in zip(kernels, clf.kernel_weights_):
-        print(f"  {w:6.3f}  {k!r}")
+        print(f"  {w:6.3f}  {kernel_label(k)}")
     return 0
 
 
