@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from .obscure import OBSCUREClassifier  # noqa: E402
 from .persist import load  # noqa: E402
+from .nonlinear import NonlinearKRRRegressor; from .polymkl import PolyMKLRegressor  # noqa: E402,E702
 from .proximal import ProximalMKLClassifier, ProximalMKLRegressor  # noqa: E402
 from .sequence import SequenceMKLLabeler  # noqa: E402
 

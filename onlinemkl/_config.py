@@ -29,9 +29,15 @@ CACHE = os.environ.get("ONLINEMKL_NO_CACHE", "") not in ("1", "true", "yes")
 SERIAL_OPTIONS = dict(nogil=True, cache=CACHE, fastmath=False, error_model="numpy")
 PARALLEL_OPTIONS = dict(nogil=True, cache=False, fastmath=False, error_model="numpy", parallel=True)
 
-#: Buffers with at least this many stored rows use the parallel kernel-row pass
-#: (measured with ``benchmarks/bench_parallel_threshold.py``; see README).
-PARALLEL_MIN_ROWS = 20_000
+#: Buffers with at least this many stored rows use the parallel kernel-row pass.
+#: Measured with ``benchmarks/bench_predict.py`` (results/predict_parallel.md) on the
+#: 2-core shared build machine: waking the worker threads costs milliseconds there, and
+#: with two cores sharing one memory bus the parallel learn path never won at every
+#: larger size for d = 128 (0.8x at 10^5 and 3x10^5 rows) and only from ~10^5 rows in
+#: median (not in best case) for d = 16.  So the parallel pass is kept for very large
+#: buffers only; re-measure on a machine with more cores and lower thread wake-up
+#: latency and lower this.
+PARALLEL_MIN_ROWS = 1_000_000
 
 
 def njit(func):

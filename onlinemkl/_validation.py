@@ -32,23 +32,39 @@ def check_choice(name, value, choices):
     return value
 
 
-def check_rows(X, name="X", n_features=None):
-    """A finite float64 C-contiguous 2-D array; errors say what is wrong and where."""
+def check_rows(X, name="X", n_features=None, owner="the model"):
+    """A finite float64 C-contiguous 2-D array; errors say what is wrong and where.
+
+    Messages follow scikit-learn's wording where its estimator checks look for it; ``owner``
+    (the estimator's class name) appears in the feature-count error.
+    """
+    if hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} is a scipy sparse matrix; sparse input is not supported: pass a dense "
+                        f"array ({name}.toarray()), or use a river adapter with dict features")
     try:
-        A = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        A = np.asarray(X)
+        if A.dtype.kind == "c":
+            raise ValueError(f"{name}: Complex data not supported; {name} holds complex numbers, pass real ones "
+                             f"(e.g. {name}.real)")
+        A = A.astype(np.float64, copy=False)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be numeric (float-convertible): {exc}") from None
+    except ValueError as exc:
+        if "Complex" in str(exc):
+            raise
         raise ValueError(f"{name} must be numeric (float-convertible): {exc}") from None
     if A.ndim == 1:
         raise ValueError(
             f"{name} must be 2-D (n_samples, n_features); got a 1-D array of shape {A.shape}. "
-            "Reshape a single sample with X.reshape(1, -1) or a single feature with X.reshape(-1, 1)"
+            "Reshape your data: a single sample with X.reshape(1, -1), a single feature with X.reshape(-1, 1)"
         )
     if A.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {A.shape}")
     if A.shape[0] == 0:
         raise ValueError(f"{name} is empty (0 samples); pass at least one sample")
     if A.shape[1] == 0:
-        raise ValueError(f"{name} has 0 features; pass at least one feature column")
+        raise ValueError(f"{name} has 0 feature(s) (shape={A.shape}) while a minimum of 1 is required; "
+                         "pass at least one feature column")
     bad = ~np.isfinite(A)
     if bad.any():
         r, c = np.argwhere(bad)[0]
@@ -58,10 +74,28 @@ def check_rows(X, name="X", n_features=None):
         )
     if n_features is not None and A.shape[1] != n_features:
         raise ValueError(
-            f"{name} has {A.shape[1]} features, but the model was fitted with {n_features}; "
+            f"{name} has {A.shape[1]} features, but {owner} is expecting {n_features} features as input; "
             "pass the same columns in the same order"
         )
     return np.ascontiguousarray(A)
+
+
+def check_target(y, n_rows, name="y", what="value"):
+    """A 1-D target with one value per row; a column vector is ravelled with scikit-learn's warning."""
+    if y is None:
+        raise ValueError(f"this estimator requires y to be passed, but the target {name} is None")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        import warnings
+
+        from sklearn.exceptions import DataConversionWarning
+
+        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected; it is ravelled "
+                      f"(pass {name}.ravel() to silence this)", DataConversionWarning, stacklevel=3)
+        y = y.ravel()
+    if y.ndim != 1 or y.shape[0] != n_rows:
+        raise ValueError(f"{name} must be 1-D with one {what} per row of X ({n_rows} rows); got shape {y.shape}")
+    return y
 
 
 def check_feature_value(name, value):

@@ -370,13 +370,20 @@ def resolve_group_columns(groups, n_features: int, lookup=None) -> list[np.ndarr
     return out
 
 
+def _group_columns(ck, g):
+    """The columns of group ``g``: a slice when they are one contiguous range, else an index array."""
+    ranges = ck.granges[ck.gptr[g]:ck.gptr[g + 1]]
+    if len(ranges) == 1:
+        return slice(int(ranges[0][0]), int(ranges[0][1]))
+    return np.concatenate([np.arange(a, b) for a, b in ranges] or [np.zeros(0, np.int64)]).astype(np.int64)
+
+
 def _group_quantities(X, Z, cols, need_l1):
-    Xg = X[:, cols]
-    Zg = Z[:, cols]
-    dots = Xg @ Zg.T
+    Xg = np.ascontiguousarray(X[:, cols])
+    Zg = Xg if Z is X else np.ascontiguousarray(Z[:, cols])
+    dots = Xg @ Zg.T  # X @ X.T is a symmetric (syrk) product
     xsq = np.einsum("ij,ij->i", Xg, Xg)
-    zsq = np.einsum("ij,ij->i", Zg, Zg)
-    sqd = np.maximum(xsq[:, None] + zsq[None, :] - 2.0 * dots, 0.0)
+    zsq = xsq if Z is X else np.einsum("ij,ij->i", Zg, Zg)
     l1 = None
     if need_l1:
         # Blocked to keep the temporary (rows x cols x features) small.
@@ -384,45 +391,94 @@ def _group_quantities(X, Z, cols, need_l1):
         step = max(1, 2**20 // max(1, Zg.shape[0] * max(1, Zg.shape[1])))
         for a in range(0, Xg.shape[0], step):
             l1[a:a + step] = np.abs(Xg[a:a + step, None, :] - Zg[None, :, :]).sum(axis=2)
-    return dots, sqd, l1, xsq, zsq
-
-
-def _values(code, p, dots, sqd, l1):
-    if code == _ck.LINEAR:
-        return dots.copy()
-    if code == _ck.POLYNOMIAL:
-        return (p[2] * dots + p[1]) ** int(p[0])
-    if code == _ck.RBF:
-        return np.exp(-p[0] * sqd)
-    if code == _ck.LAPLACIAN:
-        return np.exp(-p[0] * l1)
-    return np.maximum(0.0, 1.0 - np.sqrt(sqd) / p[0])
+    return dots, l1, xsq, zsq
 
 
 def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndarray:
     """Kernel values ``out[j, a, i] = K_j(Xq_a, S_i)`` with BLAS matrix products.
 
     The batch counterpart of the compiled kernel row: one matrix product per
-    feature group, shared by every kernel on that group.
+    feature group, shared by every kernel on that group; the kernel values,
+    normalisation included, are then computed from it in one compiled pass
+    (:func:`onlinemkl._core.kernels.values_from_products`).  Pass the same
+    array as ``Xq`` and ``S`` for a training set's own kernel matrices (one
+    symmetric product).
     """
     F = ck.n_kernels
-    out = np.empty((F, Xq.shape[0], S.shape[0]))
+    nq, ns = Xq.shape[0], S.shape[0]
+    out = np.empty((F, nq, ns))
+    codes, params = ck.codes, ck.params
+    xdiag = np.zeros((nq, F))
+    zdiag = xdiag if S is Xq else np.zeros((ns, F))
+    no_l1 = np.zeros((1, 1))
     for g in range(ck.n_groups):
-        cols = np.concatenate(
-            [np.arange(a, b) for a, b in ck.granges[ck.gptr[g]:ck.gptr[g + 1]]] or [np.zeros(0, np.int64)]
-        ).astype(np.int64)
-        dots, sqd, l1, xsq, zsq = _group_quantities(Xq, S, cols, bool(ck.gl1[g]))
-        for j in np.nonzero(ck.kgroup == g)[0]:
-            p = ck.params[j]
-            v = _values(ck.codes[j], p, dots, sqd, l1)
-            if p[3] != 0.0:
-                dx = _values(ck.codes[j], p, xsq, np.zeros_like(xsq), np.zeros_like(xsq))
-                dz = _values(ck.codes[j], p, zsq, np.zeros_like(zsq), np.zeros_like(zsq))
-                den = dx[:, None] * dz[None, :]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    v = np.where(den > 0, v / np.sqrt(np.where(den > 0, den, 1.0)), 0.0)
-            out[j] = v
+        js = np.nonzero(ck.kgroup == g)[0].astype(np.int64)
+        dots, l1, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), bool(ck.gl1[g]))
+        _ck.raw_self_kernels(xsq, js, codes, params, xdiag)
+        if S is not Xq:
+            _ck.raw_self_kernels(zsq, js, codes, params, zdiag)
+        _ck.values_from_products(np.ascontiguousarray(dots), xsq, zsq, no_l1 if l1 is None else l1, l1 is not None,
+                                 js, codes, params, xdiag, zdiag, S is Xq, out)
     return out
+
+
+class WeightedKernelSum:
+    """``sum_j w_j K_j(Xq_a, S_i)`` for blocks of queries against fixed stored rows (batch prediction).
+
+    The stored rows' squared group norms ``ssq`` and raw self-kernel values
+    ``sdiag`` are the buffer's own (the numbers the per-example pass uses).
+    Per block and group: one BLAS product, a compiled pass for the
+    exponent-free kernels and the exponents, numpy's vectorised ``exp``, a
+    compiled weighted sum.  Work arrays are allocated once and reused across
+    blocks (fresh multi-megabyte arrays cost page faults on every block).
+    """
+
+    def __init__(self, S, ssq, sdiag, ck: CompiledKernels, w, block_rows: int):
+        self.S, self.ck, self.w = S, ck, np.ascontiguousarray(w, dtype=np.float64)
+        self.sdiagT = np.ascontiguousarray(np.asarray(sdiag).T)  # (F, ns): contiguous per kernel
+        self.groups = []
+        for g in range(ck.n_groups):
+            js = np.nonzero(ck.kgroup == g)[0]
+            is_exp = np.isin(ck.codes[js], (_ck.RBF, _ck.LAPLACIAN))
+            cols = _group_columns(ck, g)
+            self.groups.append((g, cols, js.astype(np.int64), js[~is_exp].astype(np.int64),
+                                js[is_exp].astype(np.int64), np.ascontiguousarray(ssq[:, g]),
+                                S[:, cols] if isinstance(cols, slice) else np.ascontiguousarray(S[:, cols])))
+        n_exp = max([len(e[4]) for e in self.groups] + [1])
+        ns = S.shape[0]
+        self.acc = np.empty((block_rows, ns))
+        self.eargs = np.empty((n_exp, block_rows, ns))
+        self.xdiag = np.zeros((block_rows, ck.n_kernels))
+        self.no_l1 = np.zeros((1, 1))
+
+    @staticmethod
+    def rows_per_block(ns: int, n_kernels: int, target_bytes: int = 1 << 23) -> int:
+        return int(max(8, min(4096, target_bytes // max(1, 8 * ns * (1 + n_kernels)))))
+
+    def __call__(self, Xq):
+        b = Xq.shape[0]
+        acc = self.acc[:b]
+        acc[:] = 0.0
+        ck = self.ck
+        for g, cols, js, ojs, ejs, zsq, Sg in self.groups:
+            Xg = np.ascontiguousarray(Xq[:, cols])
+            dots = np.ascontiguousarray(Xg @ Sg.T)
+            xsq = np.einsum("ij,ij->i", Xg, Xg)
+            l1 = None
+            if ck.gl1[g]:
+                l1 = np.empty_like(dots)
+                step = max(1, 2**20 // max(1, Sg.shape[0] * max(1, Sg.shape[1])))
+                for a in range(0, b, step):
+                    l1[a:a + step] = np.abs(Xg[a:a + step, None, :] - Sg[None, :, :]).sum(axis=2)
+            xdiag = self.xdiag[:b]
+            _ck.raw_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
+            E = self.eargs[: len(ejs), :b]
+            _ck.weighted_sum_prep(dots, xsq, zsq, self.no_l1 if l1 is None else l1, l1 is not None, ojs, ejs,
+                                  ck.codes, ck.params, xdiag, self.sdiagT, self.w, acc, E)
+            if len(ejs):
+                np.exp(E, out=E)
+                _ck.weighted_sum_exp(E, ejs, self.w, acc)
+        return acc
 
 
 def kernel_matrix(X, Z=None, kernels=None) -> np.ndarray:

@@ -24,8 +24,8 @@ from ._buffer import SupportBuffer
 from ._core import buffer as _cb
 from ._core import kernels as _ck
 from ._core import obscure as _co
-from ._validation import check_choice, check_number, check_rows
-from .kernels import CompiledKernels, block_kernels, check_kernels, resolve_group_columns
+from ._validation import check_choice, check_number, check_rows, check_target
+from .kernels import CompiledKernels, WeightedKernelSum, block_kernels, check_kernels, resolve_group_columns
 
 __all__ = ["OBSCUREClassifier", "ObscureEngine", "default_p", "default_eta"]
 
@@ -177,6 +177,21 @@ class ObscureEngine:
                                         b.tstamp, *self.ck.arrays(), self.theta_sq, self.istate, self.fstate,
                                         self.hyper, self.g, self.scores, self.krow)
 
+        def train_scores():
+            """Scores of every training example from ``Kt`` (no kernel recomputation):
+            the stored rows' coefficients are summed per training index, then one
+            matrix product per kernel."""
+            n = self.n_support
+            a = np.empty(self.ck.n_kernels)
+            _co.mirror_weights(self.theta_sq, self.q, a)
+            Mi = np.zeros((X.shape[0], self.n_outputs))
+            np.add.at(Mi, state["sv"][:n], self.coefficient_matrix() * self.fstate[_co.F_SCALE])
+            out = np.zeros((X.shape[0], self.n_outputs))
+            for j in range(self.ck.n_kernels):
+                out += a[j] * (Kt[j] @ Mi)
+            return out
+
+        run.train_scores = train_scores
         return run
 
     def scores_one(self, x: np.ndarray) -> np.ndarray:
@@ -214,11 +229,13 @@ class ObscureEngine:
         a = np.empty(self.ck.n_kernels)
         _co.mirror_weights(self.theta_sq, self.q, a)
         M = self.coefficient_matrix() * self.fstate[_co.F_SCALE]
-        S = self.buf.S[:n, : self.n_features]
-        for start in range(0, X.shape[0], block):
-            K = block_kernels(X[start:start + block], S, self.ck)  # (F, b, n)
-            Kw = np.tensordot(a, K, axes=(0, 0))  # sum_j a_j K_j
-            out[start:start + block] = Kw @ M
+        b = self.buf
+        S = b.S[:n, : self.n_features]
+        # Blocks small enough for the work arrays to stay in cache (``block`` caps them).
+        rows = min(block, WeightedKernelSum.rows_per_block(n, self.ck.n_kernels))
+        kw = WeightedKernelSum(S, b.ssq[:n], b.sdiag[:n], self.ck, a, min(rows, X.shape[0]))
+        for start in range(0, X.shape[0], rows):
+            out[start:start + rows] = kw(X[start:start + rows]) @ M  # (sum_j a_j K_j) M
         return out
 
     def w_norm_p(self) -> float:
@@ -231,6 +248,10 @@ class ObscureEngine:
             self.hyper[_co.H_LAM] = 1.0 / (self.C * max(int(self.istate[_co.I_CLOCK]), 1))
         if R is None:
             R = self.radius_from_loss(self.fstate[_co.F_LOSS_SUM] / max(self.fstate[_co.F_LOSS_N], 1.0))
+        if not R > 0:
+            # Nothing learnt yet (e.g. a one-class prefix): R = 0 would freeze stage 2 (s_t = inf,
+            # eta_t = 0).  sqrt(2 / lambda) always bounds ||w*|| since f(w*) <= f(0) = 1.
+            R = math.sqrt(2.0 / self.hyper[_co.H_LAM])
         self.hyper[_co.H_R] = R
         self.hyper[_co.H_STAGE] = 2.0
         self.istate[_co.I_T] = 0
@@ -348,11 +369,7 @@ def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndar
 
 def check_labels(y, n_rows):
     """A 1-D array of classification labels, one per row."""
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1 or y.shape[0] != n_rows:
-        raise ValueError(f"y must be 1-D with one label per row of X ({n_rows} rows); got shape {y.shape}")
+    y = check_target(y, n_rows, what="label")
     check_classification_targets(y)
     return y
 
@@ -496,7 +513,8 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         y = check_labels(y, X.shape[0])
         classes = np.unique(y)
         if len(classes) < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}); a classifier needs at least 2")
+            raise ValueError(f"y has 1 class (a single class, {classes[0].item()!r}); a classifier needs at least 2")
+        self._checked_params()  # before lam = 1/(C N): C = 0 is a parameter error, not a division
         N = X.shape[0]
         lam = self.lam if self.lam is not None else 1.0 / (self.C * N)
         engine = self._new_engine(classes, lam)
@@ -516,7 +534,8 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
                 break
         self.stage1_updates_ = int(engine.istate[_co.I_UPDATES])
         if self.stage2_epochs > 0:
-            mean_loss = float(hinge_losses(engine.scores_many(X), yi, engine.binary).mean())
+            train_scores = run.train_scores() if fast else engine.scores_many(X)
+            mean_loss = float(hinge_losses(train_scores, yi, engine.binary).mean())
             engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
             for _ in range(self.stage2_epochs):
                 order = rng.integers(0, N, size=N)
@@ -534,7 +553,7 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
         A rejected batch leaves the model unchanged.
         """
         first = not hasattr(self, "_engine")
-        X = check_rows(X, n_features=None if first else self.n_features_in_)
+        X = check_rows(X, n_features=None if first else self.n_features_in_, owner=type(self).__name__)
         y = check_labels(y, X.shape[0])
         if first:
             if classes is None:
@@ -561,7 +580,7 @@ class OBSCUREClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Scores: shape (n,) for two classes (positive means ``classes_[1]``), else (n, n_classes)."""
         check_is_fitted(self, "_engine")
-        X = check_rows(X, n_features=self.n_features_in_)
+        X = check_rows(X, n_features=self.n_features_in_, owner=type(self).__name__)
         s = self._engine.scores_many(X)
         return s[:, 0] if self._engine.binary else s
 
@@ -675,7 +694,9 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     if engine.stage != 1 or switch_after is None:
         return out
     if switch_after == "auto":
-        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN
+        # A clean run only counts once stage 1 has learnt something: a one-class prefix has no
+        # margin errors either, and switching then would start stage 2 from nothing.
+        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN and engine.istate[_co.I_UPDATES] > 0
     else:
         switch = engine.istate[_co.I_CLOCK] >= switch_after
     if switch:

@@ -382,6 +382,12 @@ def _pipeline_build(cls, params, state, arrays, children):
 _BUILTIN = [
     _Entry("onlinemkl.OBSCUREClassifier", "onlinemkl.obscure:OBSCUREClassifier"),
     _Entry("onlinemkl.river.OBSCUREClassifier", "onlinemkl.river._obscure:OBSCUREClassifier"),
+    _Entry("onlinemkl.SequenceMKLLabeler", "onlinemkl.sequence:SequenceMKLLabeler"),
+    *(_Entry(f"onlinemkl{pre}.{c}", f"onlinemkl{mod}:{c}") for pre, mod, c in (("", ".polymkl", "PolyMKLRegressor"), ("", ".nonlinear", "NonlinearKRRRegressor"), (".river", ".river._minibatch", "PolyMKLRegressor"), (".river", ".river._minibatch", "NonlinearKRRRegressor"))),  # noqa: E501
+    _Entry("onlinemkl.ProximalMKLClassifier", "onlinemkl.proximal:ProximalMKLClassifier"),
+    _Entry("onlinemkl.ProximalMKLRegressor", "onlinemkl.proximal:ProximalMKLRegressor"),
+    _Entry("onlinemkl.river.ProximalMKLClassifier", "onlinemkl.river._proximal:ProximalMKLClassifier"),
+    _Entry("onlinemkl.river.ProximalMKLRegressor", "onlinemkl.river._proximal:ProximalMKLRegressor"),
     _Entry("river.preprocessing.StandardScaler", "river.preprocessing.scale:StandardScaler",
            _scaler_dump, _scaler_build),
     _Entry("river.compose.Pipeline", "river.compose.pipeline:Pipeline", _pipeline_dump, _pipeline_build),

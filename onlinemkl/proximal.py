@@ -15,9 +15,11 @@ scikit-learn API) and the river adapters in :mod:`onlinemkl.river`.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._buffer import SupportBuffer
@@ -44,6 +46,15 @@ SCHEDULES = {"constant": _cf.SCHEDULE_CONSTANT, "invsqrt": _cf.SCHEDULE_INVSQRT,
              "strongly_convex": _cf.SCHEDULE_STRONGLY_CONVEX}
 CLASSIFICATION_LOSSES = ("hinge", "logistic")
 REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_INSENSITIVE}
+
+
+def check_X(X, n_features=None):
+    """:func:`check_rows`, refusing complex input (which ``np.asarray(X, float)`` would truncate)."""
+    if getattr(X, "dtype", None) is not None and np.dtype(X.dtype).kind == "c":
+        raise ValueError("Complex data not supported: X holds complex numbers; features must be real")
+    if isinstance(X, (list, tuple)) and np.asarray(X).dtype.kind == "c":
+        raise ValueError("Complex data not supported: X holds complex numbers; features must be real")
+    return check_rows(X, n_features=n_features)
 
 
 def check_explicit_groups(groups):
@@ -186,14 +197,21 @@ class ProximalEngine:
         return self.learn(x, 0, (y - mean) / std)
 
     def scores_one(self, x, average=False):
-        if average:
-            return self.scores_many(x[None, :], average=True)[0]
+        """Scores of one example through the compiled pass (last or averaged model)."""
         b = self.buf
         codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
         n_out = max(self.n_outputs, 1)
-        _cf.fobos_scores(x, b.S, b.ssq, b.sdiag, b.coef, self.beta, codes, params, kgroup, granges, gptr, gl1,
-                         self.W, self.xk.granges, self.xk.gptr, self.sigma, self.n_support, n_out,
-                         self.g, self.scores)
+        n = self.n_support
+        coef, W, sigma = b.coef, self.W, self.sigma
+        if average:
+            # the averaged model's coefficients (O(n F)), then the same single pass with unit scales
+            T = max(int(self.istate[_cf.I_T]), 1)
+            coef = np.zeros((max(n, 1), self.n_kernels))
+            _cf.averaged_coefficients(n, b.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            W = self.W_avg / T
+            sigma = np.ones_like(self.sigma)
+        _cf.fobos_scores(x, b.S, b.ssq, b.sdiag, coef, self.beta, codes, params, kgroup, granges, gptr, gl1,
+                         W, self.xk.granges, self.xk.gptr, sigma, n, n_out, self.g, self.scores)
         return self.scores[:n_out].copy()
 
     def _explicit_matrix(self, average):
@@ -246,6 +264,104 @@ class ProximalEngine:
         nrm = self.group_norms()
         s = nrm.sum()
         return nrm / s if s > 0 else np.full_like(nrm, 1.0 / nrm.size)
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    @staticmethod
+    def _state_array_names():
+        """The arrays a saved engine holds (dotted paths); ``g, scores, dl, b, b_new`` are scratch."""
+        return ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc", "avg_base",
+                "W", "W_avg", "ystats", "buf.S", "buf.ssq", "buf.sdiag", "buf.ypos", "buf.yneg", "buf.coef",
+                "buf.tstamp", "ck.codes", "ck.params", "ck.kgroup", "ck.granges", "ck.gptr", "ck.gl1",
+                "xk.codes", "xk.params", "xk.kgroup", "xk.granges", "xk.gptr", "xk.gl1")
+
+    def _get_state(self):
+        from .persist import collect_arrays
+
+        state = {"n_features": int(self.n_features), "kernels_resolved": bool(self.ck._resolved),
+                 "explicit_resolved": bool(self.xk._resolved)}
+        return state, collect_arrays(self, self._state_array_names())
+
+    def _set_state(self, state, arrays):
+        """Restore onto an engine built from the same parameters; every shape and index is checked.
+
+        The hyper-parameters must equal the fresh engine's (they come from the
+        constructor parameters), except the number of outputs in use, which
+        grows with a river stream's labels.
+        """
+        from .persist import restore_arrays
+
+        fresh_hyper = self.hyper.copy()
+        fresh_weights = self.prox_weights.copy()
+        restore_arrays(self, arrays, self._state_array_names())
+        self.n_features = int(state["n_features"])
+        self.ck._resolved = bool(state["kernels_resolved"])
+        self.xk._resolved = bool(state["explicit_resolved"])
+        self._check_state(fresh_hyper, fresh_weights)
+        self._scratch(self.beta.shape[1])
+
+    def _check_state(self, fresh_hyper, fresh_weights):
+        from .persist import _get_path
+
+        F, E, G = self.ck.n_kernels, len(self.explicit_groups), self.ck.n_groups
+        P = F + E
+        b, h = self.buf, self.hyper
+
+        def need(ok, rule):
+            if not ok:
+                raise ValueError(f"inconsistent proximal-MKL state: {rule}")
+
+        need(h.shape == (_cf.N_HYPER,), f"hyper has shape {h.shape}, expected ({_cf.N_HYPER},)")
+        need(self.istate.shape == (_cf.N_ISTATE,), f"istate has shape {self.istate.shape}")
+        settings = [i for i in range(_cf.N_HYPER) if i != _cf.H_NOUT]
+        need(np.array_equal(h[settings], fresh_hyper[settings]),
+             "the saved settings (loss, regulariser, lam, schedule, gamma, budget, ...) differ from the parameters")
+        for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
+                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,)),
+                                 ("ystats", self.ystats, (3,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
+        for ck, what in ((self.ck, "ck"), (self.xk, "xk")):
+            Fk, Gk = ck.n_kernels, ck.n_groups
+            for name, arr, shape in (("codes", ck.codes, (Fk,)), ("params", ck.params, (Fk, 4)),
+                                     ("kgroup", ck.kgroup, (Fk,)), ("gl1", ck.gl1, (Gk,)),
+                                     ("gptr", ck.gptr, (Gk + 1,))):
+                need(arr.shape == shape, f"{what}.{name} has shape {arr.shape}, expected {shape}")
+            fresh = CompiledKernels(ck.kernels)
+            need(np.array_equal(ck.codes, fresh.codes) and np.array_equal(ck.kgroup, fresh.kgroup)
+                 and np.array_equal(ck.gl1, fresh.gl1) and np.array_equal(ck.params[:, 3], fresh.params[:, 3]),
+                 f"the {what} kernel codes and groups do not match the parameters")
+        cap, dcap = b.S.shape
+        C = self.beta.shape[1]
+        for name, arr, shape in (("buf.ssq", b.ssq, (cap, G)), ("buf.sdiag", b.sdiag, (cap, F)),
+                                 ("buf.ypos", b.ypos, (cap,)), ("buf.yneg", b.yneg, (cap,)),
+                                 ("buf.coef", b.coef, (cap, F)), ("buf.tstamp", b.tstamp, (cap,)),
+                                 ("beta", self.beta, (cap, C)), ("avg_acc", self.avg_acc, (cap, F)),
+                                 ("avg_base", self.avg_base, (cap, F))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        need(self.W.shape[0] == E and self.W.shape[2] == C and self.W_avg.shape == self.W.shape,
+             f"W {self.W.shape} / W_avg {self.W_avg.shape} do not fit {E} explicit groups and {C} outputs")
+        budget = 0 if b.budget is None else b.budget
+        need(cap >= 1 and (budget == 0 or cap <= budget), f"buffer capacity {cap} exceeds the budget {budget}")
+        need(bool(np.all(self.istate >= 0)), "negative counters")
+        n = self.n_support
+        need(n <= cap, f"{n} stored examples in a buffer of {cap} rows")
+        need(0 <= self.n_features <= min(dcap, self.W.shape[1]),
+             f"{self.n_features} features in buffers of {dcap} and {self.W.shape[1]} columns")
+        n_out = h[_cf.H_NOUT]
+        need(n_out == int(n_out) and 0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
+        need(bool(np.all(self.sigma > 0)), "a group scale is not positive")
+        need(bool(np.all(self.theta_sq >= 0)), "a squared group norm is negative")
+        need(self.ystats[0] >= 0 and self.ystats[2] >= 0, "bad target statistics")
+        for name in ("theta_sq", "sigma", "sigma_cum", "beta", "avg_acc", "avg_base", "W", "W_avg", "ystats",
+                     "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params", "xk.params"):
+            need(bool(np.all(np.isfinite(_get_path(self, name)))), f"{name} holds NaN or infinite values")
+        for ck, what in ((self.ck, "ck"), (self.xk, "xk")):
+            r, p = ck.granges, ck.gptr
+            need(r.ndim == 2 and r.shape[1] == 2, f"{what}.granges has shape {r.shape}")
+            need(bool(np.all((r[:, 0] >= 0) & (r[:, 0] <= r[:, 1]) & (r[:, 1] <= self.n_features))),
+                 f"a {what} feature group's columns are out of range")
+            need(p[0] == 0 and p[-1] == r.shape[0] and bool(np.all(np.diff(p) >= 0)), f"{what}.gptr is not a valid index")
 
     def recompute_theta_sq(self):
         """Implicit groups' raw squared norms recomputed from the buffer; explicit from W."""
@@ -339,7 +455,7 @@ class _ProximalBase(BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self, "_engine")
-        X = check_rows(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_)
         return self._engine.scores_many(X, average=bool(self.average))
 
 
@@ -430,7 +546,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
             engine.learn(X[i], int(yi[i]), 0.0)
 
     def fit(self, X, y):
-        X = check_rows(X)
+        X = check_X(X)
         y = check_labels(y, X.shape[0])
         classes = np.unique(y)
         if len(classes) < 2:
@@ -447,7 +563,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
     def partial_fit(self, X, y, classes=None):
         """Learn from a mini-batch in order; ``classes`` is required on the first call."""
         first = not hasattr(self, "_engine")
-        X = check_rows(X, n_features=None if first else self.n_features_in_)
+        X = check_X(X, n_features=None if first else self.n_features_in_)
         y = check_labels(y, X.shape[0])
         if first:
             if classes is None:
@@ -463,6 +579,53 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
         self._engine, self.classes_, self.n_features_in_ = engine, classes, X.shape[1]
         self._learn_rows(engine, X, yi, range(X.shape[0]))
         return self
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` in onlinemkl's model format (not pickle); ``onlinemkl.load(path)`` reads it.
+
+        The write is atomic; see :mod:`onlinemkl.persist` for the format.  Returns the path.
+        """
+        from .persist import save
+
+        return save(self, path)
+
+    def _get_state(self):
+        if not hasattr(self, "_engine"):
+            return {"fitted": False}, {}
+        state, arrays = self._engine._get_state()
+        out = {"fitted": True, "engine": state, "n_features_in_": int(self.n_features_in_)}
+        classes = np.asarray(self.classes_)
+        if classes.dtype.kind == "O":
+            out["classes_"] = classes.tolist()
+        else:
+            arrays = dict(arrays, classes_=classes)
+        return out, arrays
+
+    def _set_state(self, state, arrays):
+        if not state.get("fitted"):
+            return
+        if "classes_" in arrays:
+            classes = arrays["classes_"]
+        else:
+            labels = list(state["classes_"])
+            classes = np.empty(len(labels), dtype=object)
+            for i, lab in enumerate(labels):
+                classes[i] = lab
+        if classes.ndim != 1 or len(classes) < 2:
+            raise ValueError(f"classes_ must be 1-D with at least 2 labels; got shape {classes.shape}")
+        if not np.array_equal(np.unique(classes), classes):
+            raise ValueError("classes_ must be sorted and unique")
+        engine = self._new_engine(classes)
+        engine._set_state(state["engine"], arrays)
+        expected = 1 if len(classes) == 2 else len(classes)
+        if engine.n_outputs != expected:
+            raise ValueError(f"{len(classes)} classes but the engine has {engine.n_outputs} outputs")
+        n_in = int(state["n_features_in_"])
+        if n_in != engine.n_features or n_in < 1:
+            raise ValueError(f"n_features_in_={n_in} but the engine has {engine.n_features} features")
+        self._engine, self.classes_, self.n_features_in_ = engine, classes, n_in
 
     def decision_function(self, X):
         s = self._scores(X)
@@ -533,8 +696,18 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
 
     @staticmethod
     def _targets(y, n):
-        y = np.asarray(y, dtype=np.float64)
+        if y is None:
+            raise ValueError("ProximalMKLRegressor requires y to be passed, but the target y is None (pass one target per row of X)")
+        y = np.asarray(y)
+        if y.dtype.kind == "c":
+            raise ValueError("Complex data not supported: y holds complex numbers; regression targets must be real")
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y must hold numbers (regression targets): {exc}") from None
         if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; y (n, 1) was ravelled to "
+                          "shape (n,)", DataConversionWarning, stacklevel=3)
             y = y.ravel()
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be 1-D with one target per row of X ({n} rows); got shape {y.shape}")
@@ -543,7 +716,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
         return y
 
     def fit(self, X, y):
-        X = check_rows(X)
+        X = check_X(X)
         y = self._targets(y, X.shape[0])
         engine = self._new_engine()
         engine.set_features(X.shape[1])
@@ -556,7 +729,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
 
     def partial_fit(self, X, y):
         first = not hasattr(self, "_engine")
-        X = check_rows(X, n_features=None if first else self.n_features_in_)
+        X = check_X(X, n_features=None if first else self.n_features_in_)
         y = self._targets(y, X.shape[0])
         if first:
             engine = self._new_engine()
@@ -569,5 +742,35 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
         return self
 
     def predict(self, X):
+        s = self._scores(X)[:, 0]  # checks fitted and X first
         mean, std = self._engine.target_scale()
-        return mean + std * self._scores(X)[:, 0]
+        return mean + std * s
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` in onlinemkl's model format (not pickle); ``onlinemkl.load(path)`` reads it.
+
+        The write is atomic; see :mod:`onlinemkl.persist` for the format.  Returns the path.
+        """
+        from .persist import save
+
+        return save(self, path)
+
+    def _get_state(self):
+        if not hasattr(self, "_engine"):
+            return {"fitted": False}, {}
+        state, arrays = self._engine._get_state()
+        return {"fitted": True, "engine": state, "n_features_in_": int(self.n_features_in_)}, arrays
+
+    def _set_state(self, state, arrays):
+        if not state.get("fitted"):
+            return
+        engine = self._new_engine()
+        engine._set_state(state["engine"], arrays)
+        if engine.n_outputs != 1:
+            raise ValueError(f"a regressor has 1 output; the engine has {engine.n_outputs}")
+        n_in = int(state["n_features_in_"])
+        if n_in != engine.n_features or n_in < 1:
+            raise ValueError(f"n_features_in_={n_in} but the engine has {engine.n_features} features")
+        self._engine, self.n_features_in_ = engine, n_in

@@ -57,8 +57,16 @@ I_UPDATES = 2
 I_EVICTIONS = 3
 N_ISTATE = 4
 
-SCALE_FOLD_LOW = 1e-100
-SCALE_FOLD_HIGH = 1e100
+# Fold a group's lazy scale into its coefficients once it leaves [1e-6, 1e6].  Not 1e-100: the
+# averaged model reads ``coef * (sigma_cum - avg_base)``, a difference of running sums of the
+# scales, and ``coef`` grows like 1 / sigma; the difference's rounding error (~eps * sigma_cum)
+# is thus amplified by 1 / sigma (~eps / sigma relative).  With folds at 1e-100 the averaged
+# scores drifted from the plain-numpy reference by 1.2e-9 after 250 steps of weighted_sq_l1 with
+# scales at 1e-10 (tests/test_proximal.py), and scales below ~1e-16 would leave no digits; with
+# folds at 1e-6 the same run agrees to 1e-12.  A fold costs O(n) per group and happens at most
+# once per factor 1e6 of shrinkage.
+SCALE_FOLD_LOW = 1e-6
+SCALE_FOLD_HIGH = 1e6
 
 
 @njit

@@ -124,44 +124,150 @@ def effective_diag(raw, normalized):
     return raw
 
 
+#: Rows per block of the blocked passes: the per-group quantities of a block
+#: (G x ROW_BLOCK floats) stay in L1 while every kernel of the group reads them.
+ROW_BLOCK = 64
+
+
+@njit
+def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s):
+    """:func:`row_quantities` for the ``m`` buffer rows ``i0 .. i0+m-1`` at once.
+
+    ``dots[g, t]``, ``sqds[g, t]``, ``l1s[g, t]`` for row ``i0 + t``.  Four rows
+    are read together (four independent sums: instruction-level parallelism,
+    where a single dot product is bound by the latency of its additions); each
+    row's sum runs over the columns in the same order as :func:`row_quantities`,
+    so the numbers are identical to it, bit for bit.
+    """
+    G = gptr.shape[0] - 1
+    for g in range(G):
+        r0 = gptr[g]
+        r1 = gptr[g + 1]
+        t = 0
+        while t + 4 <= m:
+            i = i0 + t
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            for r in range(r0, r1):
+                for c in range(granges[r, 0], granges[r, 1]):
+                    xc = x[c]
+                    a0 += xc * S[i, c]
+                    a1 += xc * S[i + 1, c]
+                    a2 += xc * S[i + 2, c]
+                    a3 += xc * S[i + 3, c]
+            dots[g, t] = a0
+            dots[g, t + 1] = a1
+            dots[g, t + 2] = a2
+            dots[g, t + 3] = a3
+            t += 4
+        while t < m:
+            i = i0 + t
+            a0 = 0.0
+            for r in range(r0, r1):
+                for c in range(granges[r, 0], granges[r, 1]):
+                    a0 += x[c] * S[i, c]
+            dots[g, t] = a0
+            t += 1
+        xg = xsq[g]
+        for t in range(m):
+            d2 = xg + ssq[i0 + t, g] - 2.0 * dots[g, t]
+            sqds[g, t] = d2 if d2 > 0.0 else 0.0
+        if gl1[g] != 0:
+            for t in range(m):
+                i = i0 + t
+                a1 = 0.0
+                for r in range(r0, r1):
+                    for c in range(granges[r, 0], granges[r, 1]):
+                        a1 += abs(x[c] - S[i, c])
+                l1s[g, t] = a1
+        else:
+            for t in range(m):
+                l1s[g, t] = 0.0
+
+
+@njit
+def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0):
+    """Kernel ``j``'s values on a block: ``out[o0 + t] = K_j(x, S_{i0+t})`` for ``t < m``.
+
+    The kind is dispatched once per block, not once per row, and each loop
+    has a straight body; the formulas are those of :func:`kernel_value` and
+    :func:`normalise`, so the values are identical to the per-row functions.
+    """
+    if code == LINEAR:
+        for t in range(m):
+            out[o0 + t] = dots[t]
+    elif code == POLYNOMIAL:
+        deg = int(p[0])
+        p1 = p[1]
+        p2 = p[2]
+        for t in range(m):
+            base = p2 * dots[t] + p1
+            v = 1.0
+            for _ in range(deg):
+                v *= base
+            out[o0 + t] = v
+    elif code == RBF:
+        ng = -p[0]
+        for t in range(m):
+            out[o0 + t] = np.exp(ng * sqds[t])
+    elif code == LAPLACIAN:
+        ng = -p[0]
+        for t in range(m):
+            out[o0 + t] = np.exp(ng * l1s[t])
+    else:  # BSPLINE
+        h = p[0]
+        for t in range(m):
+            v = 1.0 - np.sqrt(sqds[t]) / h
+            out[o0 + t] = v if v > 0.0 else 0.0
+    if p[3] != 0.0:
+        for t in range(m):
+            den = xdiag_j * sdiag[i0 + t, j]
+            out[o0 + t] = out[o0 + t] / np.sqrt(den) if den > 0.0 else 0.0
+
+
+@njit
+def kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                     dots, sqds, l1s, out):
+    """``out[j, i] = K_j(x, S_i)`` for the rows ``i0 .. i0+m-1`` (one block)."""
+    block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    for j in range(codes.shape[0]):
+        g = kgroup[j]
+        block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, out[j], i0)
+
+
 @njit
 def kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out):
     """Kernel values of ``x`` against buffer rows ``0..n-1``: ``out[j, i] = K_j(x, S_i)``.
 
     ``xsq``/``xdiag`` come from :func:`prepare_query`; ``ssq[n, G]`` are the
     rows' squared group norms and ``sdiag[n, F]`` their raw self-kernel values.
+    One pass over the buffer in blocks of :data:`ROW_BLOCK` rows.
     """
     G = gptr.shape[0] - 1
-    F = codes.shape[0]
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
-    for i in range(n):
-        row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
-        for j in range(F):
-            g = kgroup[j]
-            v = kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
-            if params[j, 3] != 0.0:
-                v = normalise(v, xdiag[j], sdiag[i, j])
-            out[j, i] = v
+    dots = np.empty((G, ROW_BLOCK))
+    sqds = np.empty((G, ROW_BLOCK))
+    l1s = np.empty((G, ROW_BLOCK))
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                         dots, sqds, l1s, out)
 
 
 @njit_parallel
 def kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out):
-    """:func:`kernel_row` with rows spread over threads (identical results)."""
+    """:func:`kernel_row` with blocks of rows spread over threads (identical results)."""
     G = gptr.shape[0] - 1
-    F = codes.shape[0]
-    for i in numba.prange(n):
-        dots = np.empty(G)
-        sqds = np.empty(G)
-        l1s = np.empty(G)
-        row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
-        for j in range(F):
-            g = kgroup[j]
-            v = kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
-            if params[j, 3] != 0.0:
-                v = normalise(v, xdiag[j], sdiag[i, j])
-            out[j, i] = v
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    for b in numba.prange(n_blocks):
+        i0 = b * ROW_BLOCK
+        m = min(ROW_BLOCK, n - i0)
+        dots = np.empty((G, ROW_BLOCK))
+        sqds = np.empty((G, ROW_BLOCK))
+        l1s = np.empty((G, ROW_BLOCK))
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                         dots, sqds, l1s, out)
 
 
 @njit
@@ -175,27 +281,37 @@ def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, grange
     coefficient shared by all kernels, OBSCURE) or ``F`` columns (one per
     kernel group, proximal MKL).  ``yneg_i = -1`` means "no negative part"
     (binary and regression models).  ``xsq``/``xdiag`` come from :func:`prepare_query`.
+
+    The buffer is read once, in blocks of :data:`ROW_BLOCK` rows: the shared
+    per-group quantities of a block, then each kernel's values from them.  Each
+    ``g_out[j, c]`` still sums over the rows in order, so the result equals
+    the row-at-a-time loop (and :func:`accumulate_scores`) bit for bit.
     """
     G = gptr.shape[0] - 1
     F = codes.shape[0]
     per_kernel = 1 if coef.shape[1] > 1 else 0
     g_out[:, :] = 0.0
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
-    for i in range(n):
-        row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
-        cp = ypos[i]
-        cn = yneg[i]
+    dots = np.empty((G, ROW_BLOCK))
+    sqds = np.empty((G, ROW_BLOCK))
+    l1s = np.empty((G, ROW_BLOCK))
+    kv = np.empty((F, ROW_BLOCK))
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
         for j in range(F):
             g = kgroup[j]
-            v = kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
-            if params[j, 3] != 0.0:
-                v = normalise(v, xdiag[j], sdiag[i, j])
-            v *= coef[i, j * per_kernel]
-            g_out[j, cp] += v
-            if cn >= 0:
-                g_out[j, cn] -= v
+            block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, kv[j], 0)
+        # Rows outer, kernels inner: the F accumulations are independent chains
+        # (consecutive rows of one class would otherwise serialise on g_out[j, c]).
+        for t in range(m):
+            i = i0 + t
+            cp = ypos[i]
+            cn = yneg[i]
+            for j in range(F):
+                v = kv[j, t] * coef[i, j * per_kernel]
+                g_out[j, cp] += v
+                if cn >= 0:
+                    g_out[j, cn] -= v
 
 
 @njit
@@ -213,3 +329,118 @@ def accumulate_scores(K, n, coef, ypos, yneg, g_out):
             g_out[j, cp] += v
             if cn >= 0:
                 g_out[j, cn] -= v
+
+
+@njit
+def values_from_products(dots, xsq, zsq, l1, use_l1, js, codes, params, xdiag, zdiag, symmetric, out):
+    """Every kernel ``j in js`` of one group from its matrix of dot products (batch path).
+
+    ``dots[a, i] = x_a . z_i`` (a BLAS product), ``xsq``/``zsq`` the squared group
+    norms, ``l1`` the L1 distances (read only if ``use_l1``), ``xdiag[a, j]`` /
+    ``zdiag[i, j]`` the raw self-kernel values.  Writes ``out[j, a, i]`` row by
+    row with :func:`block_values` (the formulas of the per-example pass).
+    ``symmetric``: the queries are the stored rows themselves (a training
+    set's own kernel matrices, ``dots`` symmetric): only ``i >= a`` is computed
+    and mirrored, which gives the same numbers (every formula is symmetric in
+    its two arguments) at half the cost.
+    """
+    nq = dots.shape[0]
+    ns = dots.shape[1]
+    d2 = np.empty(ns)
+    zero = np.zeros(ns)
+    for a in range(nq):
+        i0 = a if symmetric else 0
+        xa = xsq[a]
+        for i in range(i0, ns):
+            v = xa + zsq[i] - 2.0 * dots[a, i]
+            d2[i] = v if v > 0.0 else 0.0
+        m = ns - i0
+        for k in range(js.shape[0]):
+            j = js[k]
+            block_values(j, codes[j], params[j], dots[a, i0:], d2[i0:], l1[a, i0:] if use_l1 else zero[i0:], m,
+                         xdiag[a, j], zdiag, i0, out[j, a], i0)
+    if symmetric:
+        T = 64
+        for k in range(js.shape[0]):
+            j = js[k]
+            for b0 in range(0, nq, T):
+                for c0 in range(b0, ns, T):
+                    for a in range(b0, min(b0 + T, nq)):
+                        for i in range(max(c0, a + 1), min(c0 + T, ns)):
+                            out[j, i, a] = out[j, a, i]
+
+
+@njit
+def raw_self_kernels(gsq, js, codes, params, out):
+    """``out[a, j] = K_j(x_a, x_a)`` (raw) from the squared group norms ``gsq[a]``."""
+    for a in range(gsq.shape[0]):
+        for k in range(js.shape[0]):
+            j = js[k]
+            out[a, j] = kernel_value(codes[j], params[j], gsq[a], 0.0, 0.0)
+
+
+@njit
+def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, ojs, ejs, codes, params, xdiag, zdiag, w, acc, eargs):
+    """First half of ``acc[a, i] += sum_j w_j K_j(x_a, z_i)`` over one group's kernels.
+
+    Kernels without an exponential (``ojs``) are added to ``acc`` here, row by
+    row with :func:`block_values` (the per-example formulas, in straight
+    loops); for the RBF and Laplacian kernels (``ejs``) only the exponent is
+    written to ``eargs[k]``: the caller takes ``np.exp`` of it (numpy's
+    vectorised exp, several times faster than a scalar exp per element) and
+    finishes with :func:`weighted_sum_exp`.  RBF and Laplacian kernels have a
+    unit raw diagonal, so their normalisation is the identity.  ``zdiag[j, i]``
+    is the TRANSPOSED raw diagonal of the stored rows (contiguous per kernel).
+    """
+    nq = dots.shape[0]
+    ns = dots.shape[1]
+    d2 = np.empty(ns)
+    tmp = np.empty(ns)
+    zero = np.zeros(ns)
+    zero2 = np.zeros((1, 1))
+    params_raw = params.copy()
+    params_raw[:, 3] = 0.0
+    for a in range(nq):
+        xa = xsq[a]
+        for i in range(ns):
+            v = xa + zsq[i] - 2.0 * dots[a, i]
+            d2[i] = v if v > 0.0 else 0.0
+        for k in range(ojs.shape[0]):
+            j = ojs[k]
+            # raw values (column 3 of params_raw is 0), then the normalisation of
+            # :func:`normalise` against the contiguous transposed diagonal zdiag[j]
+            block_values(j, codes[j], params_raw[j], dots[a], d2, l1[a] if use_l1 else zero, ns, 0.0, zero2, 0,
+                         tmp, 0)
+            wj = w[j]
+            if params[j, 3] != 0.0:
+                dx = xdiag[a, j]
+                zj = zdiag[j]
+                for i in range(ns):
+                    den = dx * zj[i]
+                    v = tmp[i] / np.sqrt(den) if den > 0.0 else 0.0
+                    acc[a, i] += wj * v
+            else:
+                for i in range(ns):
+                    acc[a, i] += wj * tmp[i]
+        for k in range(ejs.shape[0]):
+            j = ejs[k]
+            ng = -params[j, 0]
+            if codes[j] == LAPLACIAN:
+                for i in range(ns):
+                    eargs[k, a, i] = ng * l1[a, i]
+            else:
+                for i in range(ns):
+                    eargs[k, a, i] = ng * d2[i]
+
+
+@njit
+def weighted_sum_exp(evals, ejs, w, acc):
+    """Second half: ``acc += sum_k w[ejs[k]] * evals[k]`` (``evals`` = exp of the exponents)."""
+    nq = acc.shape[0]
+    ns = acc.shape[1]
+    for a in range(nq):
+        for i in range(ns):
+            s = 0.0
+            for k in range(ejs.shape[0]):
+                s += w[ejs[k]] * evals[k, a, i]
+            acc[a, i] += s

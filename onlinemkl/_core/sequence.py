@@ -54,7 +54,7 @@ H_PROX_PARAM = 3
 H_SCHEDULE = 4
 H_ETA0 = 5
 H_SIGMA_SC = 6
-H_GAMMA = 7
+H_GAMMA = 7  # projection radius (0: none); with gamma="auto" the boundary sets it before each step
 H_BUDGET = 8
 H_POLICY = 9
 H_NLABELS = 10

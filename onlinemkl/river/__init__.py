@@ -11,5 +11,6 @@ pipelines::
 
 from ._obscure import OBSCUREClassifier
 from ._proximal import ProximalMKLClassifier, ProximalMKLRegressor
+from ._minibatch import NonlinearKRRRegressor, PolyMKLRegressor  # noqa: F401
 
 __all__ = ["OBSCUREClassifier", "ProximalMKLClassifier", "ProximalMKLRegressor"]

@@ -9,7 +9,7 @@ from river import base
 
 from .. import obscure as _ob
 from .._core import obscure as _co
-from .._validation import check_choice, check_number
+from .._validation import check_choice, check_feature_value, check_number
 from ..kernels import check_kernels
 from ._features import FeatureIndex
 
@@ -140,18 +140,46 @@ class OBSCUREClassifier(base.Classifier):
         return idx
 
     def _row(self, x: dict, grow: bool) -> np.ndarray:
+        """Validated float64 row of ``x`` (length ``n_features``); with ``grow`` new features get columns.
+
+        The same rules as :meth:`FeatureIndex.row` (every value is checked before
+        any column is registered, so a rejected example changes nothing), with a
+        fast path for plain ``float``/``int`` values: this runs twice per
+        prequential example, and the generic ``numbers.Real`` check costs more
+        than a small model's whole compiled step.
+        """
         eng = self._engine
-        n_before = len(self._features)
-        row = self._features.row(x, grow)
-        if len(self._features) != n_before:
-            eng.set_features(len(self._features), self._features.lookup)
+        cols = self._features.columns
+        items = []
+        for k, v in x.items():
+            t = type(v)
+            if t is float:
+                if v - v != 0.0:  # inf or nan
+                    check_feature_value(k, v)
+            elif t is int:
+                v = float(v)
+            else:
+                v = check_feature_value(k, v)
+            items.append((k, v))
+        if grow:
+            n_before = len(cols)
+            for k, _ in items:
+                if k not in cols:
+                    cols[k] = len(cols)
+            if len(cols) != n_before:
+                eng.set_features(len(cols), self._features.lookup)
+        row = np.zeros(eng.n_features)
+        for k, v in items:
+            c = cols.get(k)
+            if c is not None:
+                row[c] = v
         return row
 
     def learn_one(self, x, y, **kwargs):
         if y is None:
             raise ValueError("y is None; learn_one needs a label")
-        # Validate everything before changing any state.
-        self._features.row(x, grow=False)
+        # Validate everything before changing any state: the label first (no
+        # state change), then the row (every value is checked before a column is added).
         self._encode_label_check(y)
         row = self._row(x, grow=True)
         yi = self._encode_label(y)
@@ -175,10 +203,7 @@ class OBSCUREClassifier(base.Classifier):
     # -- prediction -----------------------------------------------------------------------
 
     def _scores(self, x):
-        row = self._features.row(x, grow=False)
-        if row.shape[0] < self._engine.n_features:
-            row = np.concatenate([row, np.zeros(self._engine.n_features - row.shape[0])])
-        return self._engine.scores_one(row)
+        return self._engine.scores_one(self._row(x, grow=False))
 
     def predict_proba_one(self, x, **kwargs):
         if self._engine.binary:
@@ -197,6 +222,66 @@ class OBSCUREClassifier(base.Classifier):
             return None
         s = self._scores(x)
         return self._labels[int(np.argmax(s[: len(self._labels)]))]
+
+    # -- batch prediction (BLAS path) ---------------------------------------------------
+
+    def _matrix(self, X) -> np.ndarray:
+        """A pandas DataFrame -> float64 rows of the model's feature space.
+
+        Columns the model has not seen are dropped and missing ones read 0, as
+        in :meth:`predict_one`; values must be finite numbers.
+        """
+        eng = self._engine
+        M = np.zeros((len(X), eng.n_features))
+        cols = self._features.columns
+        for name in X.columns:
+            c = cols.get(name)
+            if c is None:
+                continue
+            try:
+                v = np.asarray(X[name], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"feature {name!r} is not numeric; encode categorical features "
+                    "(e.g. river's preprocessing.OneHotEncoder) before the learner"
+                ) from None
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"feature {name!r} has a non-finite value; impute or drop it before the learner")
+            M[:, c] = v
+        return M
+
+    def _scores_many(self, X) -> np.ndarray:
+        return self._engine.scores_many(self._matrix(X))
+
+    def predict_proba_many(self, X):
+        """Class probabilities of a DataFrame's rows at once (BLAS kernel blocks; same
+        values as :meth:`predict_proba_one` row by row, up to rounding)."""
+        import pandas as pd
+
+        if self._engine.binary:
+            s = self._scores_many(X)[:, 0]
+            p = 1.0 / (1.0 + np.exp(-s))
+            return pd.DataFrame({False: 1.0 - p, True: p}, index=X.index)
+        if not self._labels:
+            return pd.DataFrame(index=X.index)
+        s = self._scores_many(X)[:, : len(self._labels)]
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        e /= e.sum(axis=1, keepdims=True)
+        return pd.DataFrame(e, index=X.index, columns=list(self._labels))
+
+    def predict_many(self, X):
+        """Labels of a DataFrame's rows at once (BLAS kernel blocks; the same labels as
+        :meth:`predict_one` row by row, up to ties within rounding)."""
+        import pandas as pd
+
+        if self._engine.binary:
+            return pd.Series(self._scores_many(X)[:, 0] > 0, index=X.index, dtype=bool)
+        if not self._labels:
+            return pd.Series([None] * len(X), index=X.index, dtype=object)
+        s = self._scores_many(X)[:, : len(self._labels)]
+        labels = np.empty(len(self._labels), dtype=object)
+        labels[:] = self._labels
+        return pd.Series(labels[np.argmax(s, axis=1)], index=X.index, dtype=object)
 
     # -- attributes -----------------------------------------------------------------------
 

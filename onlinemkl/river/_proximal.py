@@ -30,6 +30,48 @@ class _ProximalRiver:  # noqa: D101 (mixin)
             row = np.concatenate([row, np.zeros(eng.n_features - row.shape[0])])
         return row
 
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` in onlinemkl's model format (not pickle); ``onlinemkl.load(path)`` reads it.
+
+        The write is atomic; see :mod:`onlinemkl.persist` for the format and
+        its limits (labels and feature names must be JSON-representable:
+        str, int, float, bool, None or tuples of them).  Returns the path.
+        To save a pipeline, use ``onlinemkl.persist.save(pipeline, path)``.
+        """
+        from ..persist import save
+
+        return save(self, path)
+
+    def _get_state(self):
+        state, arrays = self._engine._get_state()
+        out = {"engine": state, "features": list(self._features.columns)}
+        if hasattr(self, "_labels"):
+            out["labels"] = list(self._labels.labels)
+        return out, arrays
+
+    def _set_state(self, state, arrays):
+        self._engine._set_state(state["engine"], arrays)
+        names = list(state["features"])
+        columns = {name: i for i, name in enumerate(names)}
+        if len(columns) != len(names):
+            raise ValueError("a feature name is listed twice")
+        if len(columns) != self._engine.n_features:
+            raise ValueError(f"{len(columns)} feature names for {self._engine.n_features} engine features")
+        if hasattr(self, "_labels"):
+            labels = LabelIndex()
+            for y in list(state["labels"]):
+                labels.add(y)
+            if len(labels) != len(state["labels"]):
+                raise ValueError("a label is listed twice")
+            if len(labels) != self._engine.n_outputs:
+                raise ValueError(f"{len(labels)} labels for {self._engine.n_outputs} outputs")
+            self._labels = labels
+        elif self._engine.n_outputs != 1:
+            raise ValueError(f"a regressor has 1 output; the engine has {self._engine.n_outputs}")
+        self._features.columns = columns
+
     @property
     def kernel_weights_(self):
         return self._engine.kernel_weights()

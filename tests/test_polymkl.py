@@ -1,0 +1,426 @@
+"""Polynomial-kernel MKL (Afkanpour et al. 2013): compiled code vs plain numpy, exact sampling, the solver."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+import naive_polymkl as nv
+from onlinemkl import PolyMKLRegressor, load
+from onlinemkl._core import polymkl as cp
+from onlinemkl.kernels import RBF, Linear
+from onlinemkl.polymkl import multiplicity
+
+
+def _psd_kernels(rng, r, n):
+    """``r`` random PSD matrices (n x n) of various ranks, as base kernels."""
+    Ks = np.empty((r, n, n))
+    for j in range(r):
+        A = rng.normal(size=(n, 1 + j % 3))
+        Ks[j] = A @ A.T + 0.1 * np.eye(n)
+    return Ks
+
+
+def _empty3():
+    return np.zeros((0, 0, 0))
+
+
+def _empty2():
+    return np.zeros((0, 0))
+
+
+def _args(Ks=None, F=None):
+    if F is not None:
+        return _empty3(), np.ascontiguousarray(F), cp.MODE_FACTOR
+    return np.ascontiguousarray(Ks), _empty2(), cp.MODE_DENSE
+
+
+# -- compiled pieces vs numpy -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["dense", "factor"])
+def test_powers_masses_products_match_numpy(mode):
+    rng = np.random.default_rng(0)
+    n, r, D = 6, 3, 3
+    if mode == "factor":
+        F = rng.normal(size=(n, r))
+        Ks = nv.factor_kernels(F)
+        Kb, Fb, code = _args(F=F)
+    else:
+        Ks = _psd_kernels(rng, r, n)
+        Kb, Fb, code = _args(Ks=Ks)
+    S = cp.base_sum(Kb, Fb, code, n)
+    np.testing.assert_allclose(S, Ks.sum(axis=0), rtol=1e-12, atol=1e-12)
+    P = cp.hadamard_powers(S, D)
+    for d in range(D + 1):
+        np.testing.assert_allclose(P[d], S ** d, rtol=1e-12)
+    alpha = rng.normal(size=n)
+    rho = np.array([1.0, 0.5, 2.0, 1.5])
+    delta = np.empty(D + 1)
+    C = cp.degree_masses(P, alpha, rho ** -2.0, delta)
+    g = nv.gradient_abs(Ks, alpha, rho, D)
+    assert C == pytest.approx(sum(g.values()), rel=1e-10)  # C is the enumerated ||g||_1
+    for d in range(D + 1):
+        assert delta[d] == pytest.approx(sum(v for m, v in g.items() if len(m) == d), rel=1e-10)
+    out = np.empty((n, n))
+    for m in [(), (1,), (0, 2), (1, 1, 2)]:
+        z = np.full(D, -1, dtype=np.int64)
+        z[: len(m)] = m
+        cp.product_kernel(z, Kb, Fb, code, n, out)
+        np.testing.assert_allclose(out, nv.product_kernel(Ks, m), rtol=1e-12, atol=1e-12)
+    Z = np.array([[-1, -1, -1], [0, -1, -1], [0, 2, 2]], dtype=np.int64)
+    w = np.array([0.3, 1.2, 0.7])
+    K = cp.combined_kernel(Z, w, Kb, Fb, code, n)
+    ref = 0.3 * nv.product_kernel(Ks, ()) + 1.2 * Ks[0] + 0.7 * nv.product_kernel(Ks, (0, 2, 2))
+    np.testing.assert_allclose(K, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_multiplicity_counts_orderings():
+    for m in nv.multisets(4, 4):
+        assert multiplicity(m) == nv.n_orderings(m)
+    # sum over multisets of c(m) = number of ordered tuples r^d
+    assert sum(nv.n_orderings(m) for m in nv.multisets(3, 4) if len(m) == 4) == 3 ** 4
+
+
+def test_cg_warm_start_solves_and_saves_iterations():
+    rng = np.random.default_rng(1)
+    n = 40
+    A = rng.normal(size=(n, n))
+    K = A @ A.T
+    y = rng.normal(size=n)
+    x = np.zeros(n)
+    it_cold = cp.cg_solve(K, 0.5, y, x, 1e-10, 1000)
+    np.testing.assert_allclose(x, np.linalg.solve(K + 0.5 * np.eye(n), y), rtol=1e-7, atol=1e-9)
+    K2 = K + 1e-3 * np.outer(A[:, 0], A[:, 0])  # a small change, as one coordinate step
+    it_warm = cp.cg_solve(K2, 0.5, y, x, 1e-10, 1000)
+    np.testing.assert_allclose(x, np.linalg.solve(K2 + 0.5 * np.eye(n), y), rtol=1e-7, atol=1e-9)
+    assert it_warm < it_cold
+
+
+def test_dual_solve_falls_back_on_ill_conditioned_systems():
+    from onlinemkl.polymkl import dual_solve
+
+    rng = np.random.default_rng(2)
+    n = 40
+    Q = np.linalg.qr(rng.normal(size=(n, n)))[0]
+    K = (Q * np.logspace(-3, 10, n)) @ Q.T  # condition ~ 1e13 (as unscaled inputs give)
+    K = 0.5 * (K + K.T)
+    x_true = rng.normal(size=n)
+    y = K @ x_true + 1e-3 * x_true
+    x = np.zeros(n)
+    it = dual_solve(K, 1e-3, y, x, 1e-14)
+    assert it == n + 1  # CG gave up within n iterations; the direct solve ran
+    np.testing.assert_allclose(x, x_true, rtol=1e-3, atol=1e-3)
+    x = np.zeros(n)  # a well-conditioned system stays with CG
+    assert dual_solve(K, 1e9, y, x, 1e-10) <= n
+    np.testing.assert_allclose(x, np.linalg.solve(K + 1e9 * np.eye(n), y), rtol=1e-8, atol=1e-14)
+
+
+# -- Algorithm 3: exact sampling ---------------------------------------------------------------------
+
+
+def _sample_counts(P, alpha, wdeg, Kb, Fb, code, D, n_samples, seed):
+    rng = np.random.default_rng(seed)
+    z = np.full(D, -1, dtype=np.int64)
+    counts = {}
+    Cs = set()
+    U = rng.random((n_samples, D + 1))
+    r = Kb.shape[0] if code == cp.MODE_DENSE else Fb.shape[1]
+    order = np.arange(r)[::-1].copy() if seed % 2 else np.arange(r)
+    for s in range(n_samples):
+        d, C = cp.sample_multi_index(P, alpha, wdeg, Kb, Fb, code, U[s], order, z)
+        Cs.add(C)
+        key = tuple(int(v) for v in z[:d])
+        assert list(key) == sorted(key) and all(v == -1 for v in z[d:])
+        counts[key] = counts.get(key, 0) + 1
+    return counts, Cs
+
+
+@pytest.mark.parametrize("mode, r, D", [("dense", 3, 3), ("factor", 4, 2), ("dense", 2, 4)])
+def test_algorithm3_frequencies_match_enumerated_probabilities(mode, r, D):
+    rng = np.random.default_rng(2)
+    n = 5
+    if mode == "factor":
+        F = rng.normal(size=(n, r))
+        Ks = nv.factor_kernels(F)
+        Kb, Fb, code = _args(F=F)
+    else:
+        Ks = _psd_kernels(rng, r, n)
+        Kb, Fb, code = _args(Ks=Ks)
+    alpha = rng.normal(size=n)
+    rho = np.linspace(0.7, 1.3, D + 1)
+    P = cp.hadamard_powers(cp.base_sum(Kb, Fb, code, n), D)
+    g = nv.gradient_abs(Ks, alpha, rho, D)
+    keys = list(g)
+    C_enum = sum(g.values())
+    q = np.array([g[k] / C_enum for k in keys])
+    N = 20000
+    counts, Cs = _sample_counts(P, alpha, rho ** -2.0, Kb, Fb, code, D, N, seed=3)
+    assert set(counts) <= set(keys)
+    (C,) = Cs
+    assert C == pytest.approx(C_enum, rel=1e-10)
+    obs = np.array([counts.get(k, 0) for k in keys], dtype=float)
+    res = chisquare(obs, N * q)
+    assert res.pvalue > 1e-3, (res, dict(zip(keys, zip(obs, N * q))))
+    # the test has power: the same counts are far from uniform over multisets, and from the
+    # ordered-tuple probabilities without the multiplicity c(m) (a plausible wrong reading)
+    assert chisquare(obs, np.full(len(keys), N / len(keys))).pvalue < 1e-6
+    wrong = np.array([g[k] / nv.n_orderings(k) for k in keys])
+    assert chisquare(obs, N * wrong / wrong.sum()).pvalue < 1e-6
+
+
+def test_uniform_multiset_sampler_is_uniform():
+    from onlinemkl.polymkl import _uniform_multiset
+
+    rng = np.random.default_rng(4)
+    r, d, N = 4, 3, 20000
+    keys = [m for m in nv.multisets(r, d) if len(m) == d]
+    counts = {k: 0 for k in keys}
+    for _ in range(N):
+        counts[_uniform_multiset(rng, r, d)] += 1
+    assert chisquare(np.array(list(counts.values()), dtype=float)).pvalue > 1e-3
+
+
+# -- Algorithm 2: the solver against plain numpy ------------------------------------------------------
+
+
+def _data(n=60, p=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, p))
+    y = X[:, 0] * X[:, 1] - 0.5 * X[:, 2] + X[:, -1] ** 3
+    return X, y
+
+
+def _naive_state(model, X, y):
+    """Recompute K_theta (predictor weights) and alpha from the stored multi-indices, in plain numpy."""
+    eng = model._engine
+    F = np.hstack([np.ones((X.shape[0], 1)), X]) if eng.base.kernels is None else None
+    Ks = nv.factor_kernels(F) if F is not None else None
+    theta = {tuple(int(v) for v in row if v >= 0): t for row, t in zip(eng.Z, eng.theta_pred)}
+    rho = eng.wdeg ** -0.5
+    K = nv.combined_kernel(Ks, theta, rho)
+    yc = y - y.mean()
+    return K, nv.krr_dual(K, yc, eng.lam), theta
+
+
+@pytest.mark.parametrize("solver", ["stochastic", "ucd"])
+@pytest.mark.parametrize("iterate", ["last", "average"])
+def test_incremental_state_equals_recomputation(solver, iterate):
+    X, y = _data()
+    m = PolyMKLRegressor(degree=3, n_iter=30, solver=solver, iterate=iterate, lam=1e-3, tol=1e-12,
+                         random_state=0).fit(X, y)
+    eng = m._engine
+    K, alpha, theta = _naive_state(m, X, y)
+    np.testing.assert_allclose(eng.alpha_pred, alpha, rtol=1e-6, atol=1e-8)
+    assert np.all(eng.theta >= 0) and np.linalg.norm(eng.theta) <= 1.0 + 1e-12
+    assert np.linalg.norm(eng.theta_pred) <= 1.0 + 1e-12
+    Kq = nv.combined_kernel(nv.factor_kernels(np.hstack([np.ones((X.shape[0], 1)), X])), theta, eng.wdeg ** -0.5)
+    np.testing.assert_allclose(m.predict(X), y.mean() + Kq @ alpha, rtol=1e-6, atol=1e-8)
+    # objective trace is J(theta_k) = lam/2 y'alpha_k
+    assert eng.history[-1] == pytest.approx(eng.objective(eng.theta), rel=1e-6)
+
+
+def test_first_step_is_algorithm2_with_algorithm3_sample():
+    """One iteration from theta = 0 equals the plain-numpy Algorithm 2 step at the sampled index."""
+    X, y = _data(n=30, p=3)
+    lam, eta = 1e-2, 0.7
+    m = PolyMKLRegressor(degree=2, n_iter=1, eta=eta, lam=lam, iterate="last", tol=1e-13, random_state=5).fit(X, y)
+    eng = m._engine
+    ((I,),) = [m.multi_indices_]
+    n = X.shape[0]
+    yc = y - y.mean()
+    Ks = nv.factor_kernels(np.hstack([np.ones((n, 1)), X]))
+    alpha0 = yc / (n * lam)  # K_theta = 0
+    C = sum(nv.gradient_abs(Ks, alpha0, np.ones(3), 2).values())
+    step_eta = eta / (C * np.sqrt(1))  # eta / (C_ref sqrt(T)) with C_ref = C at theta = 0
+    theta = nv.algorithm2_step({}, I, C, step_eta)
+    assert eng.theta[0] == pytest.approx(theta[I], rel=1e-10)
+    alpha1 = nv.krr_dual(nv.combined_kernel(Ks, theta, np.ones(3)), yc, lam)
+    np.testing.assert_allclose(eng.alpha, alpha1, rtol=1e-8, atol=1e-10)
+
+
+def test_dense_base_kernels_match_factor_form():
+    """Linear(group=(j,)) base kernels (dense path) give the same model as the factor path."""
+    X, y = _data(n=40, p=3)
+    kw = dict(degree=2, n_iter=15, lam=1e-3, tol=1e-12, random_state=3, constant=False)
+    a = PolyMKLRegressor(**kw).fit(X, y)
+    b = PolyMKLRegressor(kernels=[Linear(group=(j,)) for j in range(3)], **kw).fit(X, y)
+    assert a.multi_indices_ == b.multi_indices_
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-8)
+    np.testing.assert_allclose(a.predict(X[:7]), b.predict(X[:7]), rtol=1e-6, atol=1e-8)
+
+
+def test_rbf_base_kernels_run_and_reduce_objective():
+    X, y = _data(n=50, p=4)
+    m = PolyMKLRegressor(kernels=[RBF(gamma=0.5, group=(0, 1)), RBF(gamma=0.5, group=(2, 3)), Linear()],
+                         degree=2, n_iter=40, random_state=0).fit(X, y)
+    obj = m.objective_
+    assert obj[-1] < obj[0]
+    assert np.all(np.isfinite(m.predict(X)))
+
+
+def test_objective_decreases_and_learns_monomials():
+    X, y = _data(n=200, p=5, seed=1)
+    m = PolyMKLRegressor(degree=3, n_iter=150, lam=1e-4, random_state=0).fit(X[:150], y[:150])
+    eng = m._engine
+    zero = eng.objective(np.zeros_like(eng.theta))
+    assert eng.objective() < 0.5 * zero
+    mse = np.mean((m.predict(X[150:]) - y[150:]) ** 2)
+    assert mse < 0.2 * np.var(y[150:])
+    # the true monomials are found: (1,2) = x0 x1, (4,4,4) = x3^3 (index j + 1 reads column j)
+    top = [m.multi_indices_[k] for k in np.argsort(-m.theta_)[:8]]
+    assert any(set(t) - {0} == {1, 2} for t in top)
+
+
+def test_uniform_solver_is_krr_with_power_kernel():
+    X, y = _data(n=50, p=3)
+    m = PolyMKLRegressor(degree=3, solver="uniform", lam=1e-3, tol=1e-13).fit(X[:40], y[:40])
+    K = (1.0 + X[:40] @ X[:40].T) ** 3
+    yc = y[:40] - y[:40].mean()
+    alpha = nv.krr_dual(K, yc, 1e-3)
+    ref = y[:40].mean() + (1.0 + X[40:] @ X[:40].T) ** 3 @ alpha
+    np.testing.assert_allclose(m.predict(X[40:]), ref, rtol=1e-7, atol=1e-9)
+
+
+# -- mini-batches, the support window, warm starts ----------------------------------------------------
+
+
+def test_partial_fit_window_and_warm_start():
+    X, y = _data(n=90)
+    m = PolyMKLRegressor(degree=2, n_iter=10, budget=50, random_state=0)
+    m.partial_fit(X[:30], y[:30])
+    first = dict(zip(m.multi_indices_, m._engine.theta))
+    m.partial_fit(X[30:60], y[30:60])
+    assert m.n_support_ == 50
+    np.testing.assert_array_equal(m._engine.Xw, X[10:60])
+    # warm start: the second batch keeps every multi-index of the first
+    assert set(first) <= set(m.multi_indices_)
+    m.partial_fit(X[60:], y[60:])
+    np.testing.assert_array_equal(m._engine.Xw, X[40:])
+
+
+def test_fit_equals_partial_fit_in_budget_chunks():
+    X, y = _data(n=70)
+    a = PolyMKLRegressor(degree=2, n_iter=8, budget=30, random_state=1).fit(X, y)
+    b = PolyMKLRegressor(degree=2, n_iter=8, budget=30, random_state=1)
+    for s in range(0, 70, 30):
+        b.partial_fit(X[s:s + 30], y[s:s + 30])
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_same_seed_same_model_and_n_iter_zero():
+    X, y = _data()
+    a = PolyMKLRegressor(degree=2, n_iter=5, random_state=7).fit(X, y)
+    b = PolyMKLRegressor(degree=2, n_iter=5, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    z = PolyMKLRegressor(n_iter=0).fit(X, y)  # theta = 0: predicts the mean
+    np.testing.assert_allclose(z.predict(X), y.mean())
+
+
+# -- validation -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"degree": 0}, "degree"), ({"lam": -1.0}, "lam"), ({"n_iter": 1.5}, "n_iter"), ({"eta": 0}, "eta"),
+    ({"solver": "sgd"}, "solver"), ({"iterate": "best"}, "iterate"), ({"budget": 0}, "budget"),
+    ({"rho": [1.0, 2.0]}, "rho"), ({"rho": -1.0}, "rho"), ({"tol": float("nan")}, "tol"),
+    ({"kernels": ["rbf"]}, "kernels"), ({"constant": "yes"}, "constant"), ({"random_state": "x"}, "random_state"),
+])
+def test_bad_parameters_named(params, match):
+    X, y = _data(n=10)
+    with pytest.raises((ValueError, TypeError), match=match):
+        PolyMKLRegressor(**params).fit(X, y)
+
+
+def test_bad_input_leaves_model_unchanged():
+    X, y = _data(n=40)
+    m = PolyMKLRegressor(degree=2, n_iter=5, random_state=0).partial_fit(X[:20], y[:20])
+    before = m.predict(X)
+    state = m._get_state()
+    Xn = X[20:].copy()
+    Xn[3, 1] = np.nan
+    for bad_X, bad_y, match in [(Xn, y[20:], "NaN"), (X[20:, :3], y[20:], "features"), (X[20:], y[21:], "y"),
+                                (X[20:], np.full(20, np.inf), "y"), (X[20], y[20:21], "2-D")]:
+        with pytest.raises(ValueError, match=match):
+            m.partial_fit(bad_X, bad_y)
+    np.testing.assert_array_equal(m.predict(X), before)
+    after = m._get_state()
+    assert after[0] == state[0]
+    for k in state[1]:
+        np.testing.assert_array_equal(after[1][k], state[1][k])
+    with pytest.raises(ValueError, match="features"):
+        m.predict(X[:, :2])
+
+
+def test_predict_before_fit_raises():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        PolyMKLRegressor().predict(np.zeros((1, 2)))
+
+
+# -- persistence ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [
+    dict(degree=3, n_iter=12, budget=30, random_state=0),
+    dict(degree=2, n_iter=6, budget=25, solver="ucd", iterate="last", random_state=3),
+    dict(degree=2, budget=25, solver="uniform"),
+    dict(kernels=(RBF(gamma_scale=1.0), Linear(group=(0, 1))), degree=2, n_iter=6, budget=25, random_state=1),
+])
+def test_save_load_round_trip_and_continued_learning(params):
+    X, y = _data(n=90)
+    m = PolyMKLRegressor(**params)
+    m.partial_fit(X[:30], y[:30]).partial_fit(X[30:50], y[30:50])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.omkl")
+        m.save(path)
+        m2 = load(path)
+    assert type(m2) is PolyMKLRegressor and m2.get_params()["budget"] == params["budget"]
+    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    m.partial_fit(X[50:], y[50:])
+    m2.partial_fit(X[50:], y[50:])
+    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    assert m2.multi_indices_ == m.multi_indices_
+
+
+def test_load_rejects_inconsistent_state():
+    X, y = _data(n=30)
+    m = PolyMKLRegressor(degree=2, n_iter=5, random_state=0).fit(X, y)
+    state, arrays = m._get_state()
+    bad = dict(arrays, Z=np.full_like(arrays["Z"], 99))
+    with pytest.raises(ValueError, match="multi-index"):
+        PolyMKLRegressor(degree=2, n_iter=5, random_state=0)._set_state(state, bad)
+    bad = dict(arrays, theta=-arrays["theta"] - 1)
+    with pytest.raises(ValueError, match="theta"):
+        PolyMKLRegressor(degree=2, n_iter=5, random_state=0)._set_state(state, bad)
+
+
+# -- scikit-learn's estimator checks on the array API (both mini-batch learners) -------------------------
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from onlinemkl import NonlinearKRRRegressor  # noqa: E402
+
+#: Shared with OBSCUREClassifier (see tests/test_sklearn_checks.py): wording of the shared boundary
+#: check ``onlinemkl._validation.check_rows``, which these learners reuse unchanged.
+EXPECTED_FAILED_CHECKS = {
+    "check_n_features_in_after_fitting": (
+        "check_rows says 'X has 1 features, but the model was fitted with 4'; scikit-learn requires "
+        "'... is expecting 4 features as input'"),
+    "check_dtype_object": "check_rows turns the TypeError of a non-numeric object into a ValueError",
+    "check_fit2d_predict1d": "check_rows' 1-D X message lacks scikit-learn's 'Reshape your data'",
+}
+
+
+@parametrize_with_checks(
+    [PolyMKLRegressor(degree=2, n_iter=5, random_state=0),
+     PolyMKLRegressor(degree=2, n_iter=5, solver="ucd", budget=20, random_state=0),
+     NonlinearKRRRegressor(max_iter=3)],
+    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS,
+    xfail_strict=True,
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)

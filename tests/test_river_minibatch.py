@@ -1,0 +1,107 @@
+"""river's own estimator checks on the mini-batch adapters, one test per check, plus buffering and persistence."""
+
+import copy
+import os
+import tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from river import checks
+
+from onlinemkl import load
+from onlinemkl.river import NonlinearKRRRegressor, PolyMKLRegressor
+
+CLASSES = [PolyMKLRegressor, NonlinearKRRRegressor]
+
+
+def _cases():
+    for cls in CLASSES:
+        for params in cls._unit_test_params():
+            model = cls(**params)
+            for check in checks.yield_checks(model):
+                name = getattr(check, "__name__", repr(check))
+                yield pytest.param(model, check, id=f"{cls.__name__}-{params}-{name}")
+
+
+@pytest.mark.parametrize("model, check", list(_cases()))
+def test_river_check(model, check):
+    check(copy.deepcopy(model))
+
+
+def _stream(n, seed=0):
+    rng = np.random.default_rng(seed)
+    for t in range(n):
+        v = rng.uniform(-1, 1, size=4)
+        x = {f"f{i}": float(v[i]) for i in range(3)}
+        if t >= n // 2:
+            x["late"] = float(v[3])  # a feature that appears halfway
+        yield x, float(v[0] * v[1] + v[2] + (v[3] if t >= n // 2 else 0.0))
+
+
+@pytest.mark.parametrize("cls, params", [(PolyMKLRegressor, dict(batch_size=7, degree=2, n_iter=10, budget=30, seed=0)),
+                                         (NonlinearKRRRegressor, dict(batch_size=7, degree=2, max_iter=5, budget=30))])
+def test_learn_many_equals_learn_one_exactly(cls, params):
+    data = list(_stream(60))
+    one, many = cls(**params), cls(**params)
+    for x, y in data:
+        one.learn_one(x, y)
+    for s in range(0, 60, 11):  # chunks that do not align with batch_size
+        chunk = data[s:s + 11]
+        many.learn_many(pd.DataFrame([x for x, _ in chunk]).fillna(0.0), pd.Series([y for _, y in chunk]))
+    X = pd.DataFrame([x for x, _ in data]).fillna(0.0)
+    np.testing.assert_allclose(many.predict_many(X).to_numpy(), one.predict_many(X).to_numpy(), rtol=1e-10)
+    assert one.n_support_ == 30 and len(one._pending) == 60 % 7
+
+
+def test_predictions_lag_until_batch_complete_and_memory_is_bounded():
+    m = PolyMKLRegressor(batch_size=5, degree=2, n_iter=5, budget=12, seed=0)
+    data = list(_stream(40))
+    for x, y in data[:4]:
+        m.learn_one(x, y)
+    assert m.predict_one(data[0][0]) == 0.0  # no completed mini-batch yet
+    for x, y in data[4:]:
+        m.learn_one(x, y)
+    assert m.n_support_ == 12 and len(m._pending) < 5
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_bad_input_rejected_and_state_unchanged(cls):
+    m = cls(**next(iter(cls._unit_test_params())))
+    data = list(_stream(20))
+    for x, y in data:
+        m.learn_one(x, y)
+    before = m._get_state()
+    with pytest.raises(ValueError, match="y="):
+        m.learn_one(data[0][0], float("nan"))
+    with pytest.raises((TypeError, ValueError), match="f0"):
+        m.learn_one({"f0": "abc", "new": 1.0}, 1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        m.learn_many(pd.DataFrame({"f0": [1.0, np.nan], "zz": [0.0, 1.0]}), pd.Series([1.0, 2.0]))
+    with pytest.raises(ValueError, match="y"):
+        m.learn_many(pd.DataFrame({"f0": [1.0, 2.0], "zz": [0.0, 1.0]}), pd.Series([1.0]))
+    after = m._get_state()
+    assert after[0] == before[0]
+    for k in before[1]:
+        np.testing.assert_array_equal(after[1][k], before[1][k])
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_save_load_with_pending_buffer(cls):
+    params = next(iter(cls._unit_test_params()))
+    m = cls(**params)
+    data = list(_stream(70))
+    for x, y in data[:45]:
+        m.learn_one(x, y)
+    assert m._pending  # a partly filled mini-batch is saved too
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "r.omkl")
+        m.save(path)
+        m2 = load(path)
+    assert type(m2) is cls
+    xs = [x for x, _ in data]
+    assert [m2.predict_one(x) for x in xs] == [m.predict_one(x) for x in xs]
+    for x, y in data[45:]:
+        m.learn_one(x, y)
+        m2.learn_one(x, y)
+    assert [m2.predict_one(x) for x in xs] == [m.predict_one(x) for x in xs]

@@ -1,0 +1,198 @@
+"""The fast paths give the same numbers as the plain ones (no timing here: see benchmarks/).
+
+* blocked kernel rows / fused scores == the row-at-a-time reference (bit for bit);
+* serial kernel row == parallel kernel row (bit for bit);
+* batch prediction (BLAS blocks: ``scores_many``, ``decision_function``,
+  river ``predict_many`` / ``predict_proba_many``) == the per-example loop (to 1e-12);
+* ``fit`` with precomputed kernel matrices == ``fit`` through per-example steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from river import datasets, preprocessing
+
+from onlinemkl import OBSCUREClassifier, _config
+from onlinemkl import obscure as _ob
+from onlinemkl._core import kernels as ck
+from onlinemkl.kernels import RBF, BSpline, CompiledKernels, Laplacian, Linear, Polynomial, resolve_group_columns
+from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
+
+KERNEL_SETS = {
+    "default": None,
+    "mixed_groups": (RBF(gamma=0.3, group=(0, 1, 2)), Laplacian(gamma=0.2, group=(0, 1, 2)),
+                     Linear(normalize=True), Polynomial(degree=3, normalize=True, group=(3, 5, 6)),
+                     BSpline(h=2.0, group=(4, 6)), RBF(gamma_scale=2.0)),
+}
+
+
+def _setup(kernels, n, d=7, seed=0):
+    from onlinemkl.kernels import check_kernels
+
+    ckern = CompiledKernels(check_kernels(kernels))
+    ckern.set_columns(resolve_group_columns(ckern.groups, d))
+    codes, params, kgroup, granges, gptr, gl1 = ckern.arrays()
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(n + 3, d))
+    G, F = ckern.n_groups, ckern.n_kernels
+    ssq = np.empty((n + 3, G))
+    sdiag = np.empty((n + 3, F))
+    for i in range(n + 3):
+        ck.prepare_query(S[i].copy(), codes, params, kgroup, granges, gptr, ssq[i], sdiag[i])
+    x = rng.normal(size=d)
+    xsq = np.empty(G)
+    xdiag = np.empty(F)
+    ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    return x, xsq, xdiag, S, ssq, sdiag, ckern.arrays()
+
+
+def _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays):
+    """The row-at-a-time loop (one row's quantities, then every kernel): the reference."""
+    codes, params, kgroup, granges, gptr, gl1 = arrays
+    G, F = gptr.shape[0] - 1, codes.shape[0]
+    out = np.empty((F, n))
+    dots, sqds, l1s = np.empty(G), np.empty(G), np.empty(G)
+    for i in range(n):
+        ck.row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+        for j in range(F):
+            g = kgroup[j]
+            v = ck.kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
+            if params[j, 3] != 0.0:
+                v = ck.normalise(v, xdiag[j], sdiag[i, j])
+            out[j, i] = v
+    return out
+
+
+@pytest.mark.parametrize("kset", list(KERNEL_SETS))
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 63, 64, 65, 203])
+def test_blocked_row_equals_reference_and_parallel(kset, n):
+    x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n)
+    ref = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
+    F = arrays[0].shape[0]
+    serial = np.full((F, n + 3), -7.0)
+    parallel = np.full((F, n + 3), -7.0)
+    ck.kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, serial)
+    ck.kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, parallel)
+    assert np.array_equal(serial[:, :n], ref)
+    assert np.array_equal(parallel[:, :n], ref)
+    assert np.all(serial[:, n:] == -7.0) and np.all(parallel[:, n:] == -7.0)  # nothing past row n written
+
+
+@pytest.mark.parametrize("kset", list(KERNEL_SETS))
+@pytest.mark.parametrize("n_coef", [1, "F"])
+@pytest.mark.parametrize("n", [0, 5, 130])
+def test_fused_scores_equal_accumulated_reference(kset, n_coef, n):
+    x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n, seed=3)
+    F = arrays[0].shape[0]
+    rng = np.random.default_rng(5)
+    C = 4
+    coef = rng.normal(size=(n + 3, F if n_coef == "F" else 1))
+    ypos = rng.integers(0, C, size=n + 3)
+    yneg = np.where(rng.random(n + 3) < 0.3, -1, rng.integers(0, C, size=n + 3))
+    # runs of the same class (the accumulation order matters for bit equality)
+    ypos[: min(n, 20)] = 1
+    g_fused = np.full((F, C), 9.0)
+    ck.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, coef, ypos, yneg, g_fused)
+    K = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
+    g_ref = np.full((F, C), 9.0)
+    ck.accumulate_scores(np.ascontiguousarray(K), n, coef, ypos, yneg, g_ref)
+    assert np.array_equal(g_fused, g_ref)
+
+
+def _blobs(n=300, d=5, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, size=n)
+    X = rng.normal(size=(n, d)) + y[:, None] * 0.8
+    return X, y
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("budget", [None, 40])
+def test_decision_function_equals_per_example_scores(classes, budget):
+    X, y = _blobs(classes=classes)
+    clf = OBSCUREClassifier(budget=budget, switch_after=100, random_state=0).partial_fit(
+        X, y, classes=np.arange(classes))
+    eng = clf._engine
+    batch = eng.scores_many(X, block=64)  # several blocks
+    loop = np.array([eng.scores_one(np.ascontiguousarray(r)) for r in X])
+    np.testing.assert_allclose(batch, loop, rtol=1e-12, atol=1e-12)
+    df = clf.decision_function(X)
+    np.testing.assert_allclose(df, loop[:, 0] if classes == 2 else loop, rtol=1e-12, atol=1e-12)
+
+
+def test_serial_and_parallel_learn_identical(monkeypatch):
+    X, y = _blobs(n=250, classes=3, seed=4)
+    out = []
+    for threshold in (10**12, 0):
+        monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", threshold)
+        clf = OBSCUREClassifier(switch_after=120, random_state=0).partial_fit(X, y, classes=[0, 1, 2])
+        b = clf._engine.buf
+        out.append((clf._engine.theta_sq.copy(), b.coef.copy(), clf._engine.fstate.copy()))
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)
+
+
+def _river_stream(name, n):
+    import itertools
+
+    ds = getattr(datasets, name)()
+    return list(itertools.islice(iter(ds), n))
+
+
+@pytest.mark.parametrize("name,loss", [("Phishing", "multiclass_hinge"), ("Phishing", "hinge"),
+                                       ("ImageSegments", "multiclass_hinge")])
+def test_river_predict_many_equals_predict_one(name, loss):
+    data = _river_stream(name, 400)
+    model = preprocessing.StandardScaler() | RiverOBSCURE(loss=loss, budget=150, switch_after=200)
+    for x, y in data[:300]:
+        model.learn_one(x, bool(y) if loss == "hinge" else y)
+    X = pd.DataFrame([x for x, _ in data[300:]])
+    many = model.predict_many(X)
+    one = [model.predict_one(x) for x, _ in data[300:]]
+    assert list(many) == one
+    pm = model.predict_proba_many(X)
+    for k, (x, _) in enumerate(data[300:]):
+        p1 = model.predict_proba_one(x)
+        for label, v in p1.items():
+            assert abs(pm.iloc[k][label] - v) <= 1e-12
+    assert list(pm.index) == list(X.index)
+
+
+def test_river_predict_many_unfitted_and_unknown_columns():
+    model = RiverOBSCURE()
+    X = pd.DataFrame({"a": [1.0, 2.0]})
+    assert list(model.predict_many(X)) == [None, None]
+    model.learn_one({"a": 1.0}, "u")
+    model.learn_one({"a": -1.0}, "v")
+    # an unseen column is ignored, a missing one reads 0, as predict_one does
+    X = pd.DataFrame({"a": [1.0, -1.0], "zzz": [5.0, 5.0]})
+    assert list(model.predict_many(X)) == [model.predict_one({"a": 1.0, "zzz": 5.0}),
+                                           model.predict_one({"a": -1.0})]
+    with pytest.raises(ValueError, match="'a'"):
+        model.predict_many(pd.DataFrame({"a": [np.nan]}))
+
+
+def test_river_row_fast_path_same_rules():
+    """The adapter's fast row builder keeps FeatureIndex's rules: bad values are rejected
+    before any column is added, ints and bools read as floats."""
+    model = RiverOBSCURE()
+    model.learn_one({"a": 1, "b": True, "c": 0.5}, "u")
+    assert model._row({"a": 2, "b": False, "c": np.float64(1.5)}, grow=False).tolist() == [2.0, 0.0, 1.5]
+    n = len(model._features)
+    for bad in (float("inf"), float("nan"), "x"):
+        with pytest.raises((ValueError, TypeError)):
+            model.learn_one({"new": 1.0, "a": bad}, "u")
+        assert len(model._features) == n
+        assert model._engine.n_features == n
+
+
+def test_fit_precomputed_equals_per_example_steps(monkeypatch):
+    X, y = _blobs(n=200, classes=3, seed=7)
+    fast = OBSCUREClassifier(random_state=1, stage1_epochs=2, stage2_epochs=2).fit(X, y)
+    monkeypatch.setattr(_ob, "KERNEL_CACHE_BYTES", 0)
+    slow = OBSCUREClassifier(random_state=1, stage1_epochs=2, stage2_epochs=2).fit(X, y)
+    np.testing.assert_allclose(fast._engine.theta_sq, slow._engine.theta_sq, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.decision_function(X), slow.decision_function(X), rtol=1e-9, atol=1e-10)
+    assert fast.n_support_ == slow.n_support_
