@@ -548,18 +548,29 @@ def mean_distance(X, metric: str = "euclidean", max_samples: int = 1000, seed: i
 
 
 def distance_kernel(D, gamma: float | None = None) -> np.ndarray:
-    """``exp(-D / gamma)`` for a precomputed distance matrix, ``gamma`` = mean of ``D`` by default.
+    """``exp(-D / gamma)`` for a precomputed distance matrix, as the OBSCURE experiments do.
+
+    ``gamma`` defaults to the mean pairwise distance: for a square matrix with a zero diagonal
+    (training against itself) the mean over the off-diagonal pairs, as :func:`mean_distance`;
+    otherwise the mean of ``D``.  For a test-versus-training matrix, pass the training
+    ``gamma`` so both use the same kernel.
 
     >>> import numpy as np
     >>> np.round(distance_kernel(np.array([[0.0, 1.0], [1.0, 0.0]])), 4)
-    array([[1.    , 0.1353],
-           [0.1353, 1.    ]])
+    array([[1.    , 0.3679],
+           [0.3679, 1.    ]])
     """
     D = np.asarray(D, dtype=np.float64)
+    if D.ndim != 2:
+        raise ValueError(f"D must be a 2-D distance matrix; got shape {D.shape}")
     if np.any(D < 0) or not np.all(np.isfinite(D)):
         raise ValueError("D must hold finite, non-negative distances")
     if gamma is None:
-        gamma = float(D.mean())
+        n = D.shape[0]
+        if D.shape[0] == D.shape[1] and n > 1 and not np.any(np.diag(D)):
+            gamma = float(D.sum() / (n * (n - 1)))
+        else:
+            gamma = float(D.mean())
     gamma = _positive("gamma", gamma)
     return np.exp(-D / gamma)
 

@@ -273,10 +273,6 @@ def test_distance_kernel_with_gamma():
                                kernel_matrix(X, X, [RBF(gamma=1.0 / g2)])[0], rtol=0, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "distance_kernel(D) defaults gamma to D.mean(), which for a square distance matrix counts the N "
-    "zero self-distances: gamma = (N-1)/N x the average pairwise distance of the paper (section 5.1.1) "
-    "and of mean_distance"))
 def test_distance_kernel_default_gamma_is_mean_pairwise_distance():
     X = np.array([[0.0], [1.0], [3.0]])
     Dm = cdist(X, X)
