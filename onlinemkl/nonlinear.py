@@ -27,7 +27,7 @@ Readings chosen here (see ``ALGORITHMS.md`` section 4):
 >>> rng = np.random.default_rng(0)
 >>> X = rng.uniform(-1, 1, size=(150, 4))
 >>> y = X[:, 0] * X[:, 1] + X[:, 2]
->>> m = NonlinearKRRRegressor(degree=2, random_state=0).fit(X[:100], y[:100])
+>>> m = NonlinearKRRRegressor(degree=2, lam=1e-3, random_state=0).fit(X[:100], y[:100])
 >>> bool(np.mean((m.predict(X[100:]) - y[100:]) ** 2) < 0.1 * np.var(y))
 True
 """
@@ -276,7 +276,7 @@ class NonlinearKRRRegressor(RegressorMixin, BaseEstimator):
         constant, ``constant=True``: lower-degree terms, as in the paper).
     degree : int in 1..4, default 2
         The Hadamard power ``d``.
-    lam : float > 0, default 1e-3
+    lam : float > 0, default 0.1
         Ridge parameter for the mean squared loss.
     mu0 : float or array, default 0.0
         Centre of the feasible set.
@@ -315,7 +315,7 @@ class NonlinearKRRRegressor(RegressorMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, kernels=None, degree=2, lam=1e-3, mu0=0.0, Lambda=1.0, norm="l2", eta=1.0,
+    def __init__(self, kernels=None, degree=2, lam=0.1, mu0=0.0, Lambda=1.0, norm="l2", eta=1.0,
                  line_search=True, epsilon=1e-4, max_iter=50, budget=500, constant=True, random_state=None):
         self.kernels = kernels
         self.degree = degree
@@ -374,7 +374,7 @@ class NonlinearKRRRegressor(RegressorMixin, BaseEstimator):
     def partial_fit(self, X, y):
         """Learn from one mini-batch, warm-starting ``mu`` and the step.  A rejected batch changes nothing."""
         first = not hasattr(self, "_engine")
-        X = check_X(X, n_features=None if first else self.n_features_in_)
+        X = check_X(X, n_features=None if first else self.n_features_in_, owner=type(self).__name__)
         y = check_targets(y, X.shape[0])
         if first:
             engine = self._new_engine()
@@ -387,7 +387,7 @@ class NonlinearKRRRegressor(RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "_engine")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, owner=type(self).__name__)
         return self._engine.predict(X)
 
     @property

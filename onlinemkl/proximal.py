@@ -48,13 +48,9 @@ CLASSIFICATION_LOSSES = ("hinge", "logistic")
 REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_INSENSITIVE}
 
 
-def check_X(X, n_features=None):
-    """:func:`check_rows`, refusing complex input (which ``np.asarray(X, float)`` would truncate)."""
-    if getattr(X, "dtype", None) is not None and np.dtype(X.dtype).kind == "c":
-        raise ValueError("Complex data not supported: X holds complex numbers; features must be real")
-    if isinstance(X, (list, tuple)) and np.asarray(X).dtype.kind == "c":
-        raise ValueError("Complex data not supported: X holds complex numbers; features must be real")
-    return check_rows(X, n_features=n_features)
+def check_X(X, n_features=None, owner="the model"):
+    """:func:`check_rows` (which also refuses complex and sparse input)."""
+    return check_rows(X, n_features=n_features, owner=owner)
 
 
 def check_explicit_groups(groups):
@@ -455,7 +451,7 @@ class _ProximalBase(BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self, "_engine")
-        X = check_X(X, n_features=self.n_features_in_)
+        X = check_X(X, n_features=self.n_features_in_, owner=type(self).__name__)
         return self._engine.scores_many(X, average=bool(self.average))
 
 
@@ -550,7 +546,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
         y = check_labels(y, X.shape[0])
         classes = np.unique(y)
         if len(classes) < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}); a classifier needs at least 2")
+            raise ValueError(f"y has 1 class (a single class, {classes[0]!r}); a classifier needs at least 2")
         engine = self._new_engine(classes)
         engine.set_features(X.shape[1])
         yi = encode_labels(y, classes, len(classes) == 2)
@@ -563,7 +559,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
     def partial_fit(self, X, y, classes=None):
         """Learn from a mini-batch in order; ``classes`` is required on the first call."""
         first = not hasattr(self, "_engine")
-        X = check_X(X, n_features=None if first else self.n_features_in_)
+        X = check_X(X, n_features=None if first else self.n_features_in_, owner=type(self).__name__)
         y = check_labels(y, X.shape[0])
         if first:
             if classes is None:
@@ -729,7 +725,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
 
     def partial_fit(self, X, y):
         first = not hasattr(self, "_engine")
-        X = check_X(X, n_features=None if first else self.n_features_in_)
+        X = check_X(X, n_features=None if first else self.n_features_in_, owner=type(self).__name__)
         y = self._targets(y, X.shape[0])
         if first:
             engine = self._new_engine()

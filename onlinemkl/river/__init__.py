@@ -11,6 +11,12 @@ pipelines::
 
 from ._obscure import OBSCUREClassifier
 from ._proximal import ProximalMKLClassifier, ProximalMKLRegressor
-from ._minibatch import NonlinearKRRRegressor, PolyMKLRegressor  # noqa: F401
+from ._minibatch import NonlinearKRRRegressor, PolyMKLRegressor
 
-__all__ = ["OBSCUREClassifier", "ProximalMKLClassifier", "ProximalMKLRegressor"]
+__all__ = [
+    "OBSCUREClassifier",
+    "ProximalMKLClassifier",
+    "ProximalMKLRegressor",
+    "PolyMKLRegressor",
+    "NonlinearKRRRegressor",
+]

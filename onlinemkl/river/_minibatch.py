@@ -216,7 +216,7 @@ class PolyMKLRegressor(_MiniBatchRiver):
     _estimator_cls = _pm.PolyMKLRegressor
 
     def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 3, rho=None,
-                 lam: float = 1e-3, n_iter: int = 50, eta: float = 1.0, solver: str = "stochastic",
+                 lam: float = 0.1, n_iter: int = 50, eta: float = 1.0, solver: str = "stochastic",
                  iterate: str = "average", budget: int | None = 200, constant: bool = True, tol: float = 1e-6,
                  seed: int | None = None):
         self.batch_size = batch_size
@@ -268,7 +268,7 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
 
     _estimator_cls = _nl.NonlinearKRRRegressor
 
-    def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 2, lam: float = 1e-3,
+    def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 2, lam: float = 0.1,
                  mu0: float = 0.0, Lambda: float = 1.0, norm: str = "l2", eta: float = 1.0,
                  line_search: bool = True, epsilon: float = 1e-4, max_iter: int = 20, budget: int | None = 200,
                  constant: bool = True):
