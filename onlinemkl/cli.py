@@ -668,16 +668,21 @@ def _kernels_of(learner):
     return getattr(learner, "_kernels", None) or getattr(learner, "kernels", None)
 
 
+def group_labels(learner) -> list:
+    """One label per group of ``kernel_weights_``: the kernels, then any explicit feature groups."""
+    labels = [kernel_label(k) for k in (_kernels_of(learner) or ())]
+    explicit = getattr(learner, "explicit_groups", None) or ()
+    return labels + ["explicit(all features)" if g is None else f"explicit({'|'.join(map(str, g))})"
+                     for g in explicit]
+
+
 def _print_weights(learner, out=None):
     out = out or sys.stdout
     try:
         weights = learner.kernel_weights_
     except Exception:  # no such attribute, or an unfitted estimator
         return
-    kernels = list(_kernels_of(learner) or ())
-    explicit = getattr(learner, "explicit_groups", None) or ()
-    labels = [kernel_label(k) for k in kernels]
-    labels += ["explicit(all features)" if g is None else f"explicit({'|'.join(map(str, g))})" for g in explicit]
+    labels = group_labels(learner)
     print("kernel weights   :", file=out)
     for i, w in enumerate(weights):
         print(f"  {w:6.3f}  {labels[i] if i < len(labels) else f'group {i}'}", file=out)
@@ -1200,6 +1205,8 @@ def model_info(model, meta, path) -> dict:
         "parameters": {k: _show(v) for k, v in _init_params(learner).items()},
     }
     labels = getattr(learner, "_labels", None)
+    if labels is not None and not isinstance(labels, (list, tuple)):
+        labels = getattr(labels, "labels", None)  # a LabelIndex (proximal river adapters)
     if hasattr(learner, "classes_"):
         labels = list(learner.classes_)
     elif getattr(learner, "loss", None) == "hinge" and not labels:
@@ -1219,7 +1226,7 @@ def model_info(model, meta, path) -> dict:
             pass
     try:
         w = learner.kernel_weights_
-        out["kernel_weights"] = [[kernel_label(k), float(v)] for k, v in zip(_kernels_of(learner), w)]
+        out["kernel_weights"] = [[k, float(v)] for k, v in zip(group_labels(learner), w)]
     except Exception:
         pass
     train = (meta.get("extra") or {}).get(TRAIN_KEY)

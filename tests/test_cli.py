@@ -448,3 +448,52 @@ def _learning(proc):
         except OSError:
             continue
     return False
+
+
+# -- every learner through the command ------------------------------------------------------
+
+LEARNER_CASES = [
+    ("proximal", "label", "str", ["-p", "budget=60", "-p", "explicit_groups=all"], "ProximalMKLClassifier"),
+    ("proximal-regressor", "f3", "float", ["-p", "budget=60"], "ProximalMKLRegressor"),
+    ("polymkl", "f3", "float", ["-p", "degree=2", "-p", "n_iter=10", "-p", "seed=0", "-p", "batch_size=50"],
+     "PolyMKLRegressor"),
+    ("nonlinear", "f3", "float", ["-p", "degree=2", "-p", "batch_size=50"], "NonlinearKRRRegressor"),
+]
+
+
+@pytest.mark.parametrize("learner,target,ttype,params,cls", LEARNER_CASES, ids=[c[0] for c in LEARNER_CASES])
+def test_every_learner_trains_saves_predicts_and_describes(capsys, data, tmp_path, learner, target, ttype, params,
+                                                           cls):
+    import onlinemkl.river as omr
+
+    drop = ["--drop", "id"] + (["--drop", "label"] if target != "label" else [])
+    out = tmp_path / f"{learner}.omkl"
+    code, stdout, err = run(capsys, "train", data["csv"], "--target", target, "--target-type", ttype, *drop,
+                            "--learner", learner, *params, "--save", out, "--no-progress")
+    assert code == 0, err
+    # the same model trained in process from the same reader
+    kw = cli.parse_params([p for p in params if p != "-p"], cli.LEARNERS[learner])
+    ref = preprocessing.StandardScaler() | getattr(omr, cls)(**kw)
+    convert = float if ttype == "float" else str
+    rows = list(streams.read_csv(str(data["csv"]), target, drop=drop[1::2]))
+    for x, y in rows:
+        ref.learn_one(x, convert(y))
+    model = load(out)
+    assert [model.predict_one(x) for x, _ in rows[:50]] == [ref.predict_one(x) for x, _ in rows[:50]]
+    code, stdout, err = run(capsys, "info", out)
+    assert code == 0 and cls in stdout, err
+    pred = tmp_path / "p.txt"
+    code, _, err = run(capsys, "predict", out, data["csv"], "--target", target, *drop, "--output", pred)
+    assert code == 0, err
+    got = pred.read_text().split("\n")[:50]
+    assert got == [str(ref.predict_one(x)) for x, _ in rows[:50]]
+    code, stdout, err = run(capsys, "evaluate", data["csv"], "--target", target, "--target-type", ttype, *drop,
+                            "--learner", learner, *params, "--no-progress")
+    assert code == 0, err
+    assert ("r2" in stdout) == (ttype == "float") and ("accuracy" in stdout) == (ttype == "str")
+
+
+def test_regressor_rejects_classification_metric_and_proba(capsys, data, tmp_path):
+    code, _, err = run(capsys, "evaluate", data["csv"], "--target", "f3", "--target-type", "float", "--drop", "id",
+                       "--drop", "label", "--learner", "proximal-regressor", "-m", "accuracy")
+    assert code != 0 and "not a regression metric" in err and len(err.strip().splitlines()) == 1

@@ -164,7 +164,8 @@ class _MiniBatchRiver(base.MiniBatchRegressor):
 
     def _get_state(self):
         state, arrays = self._engine._get_state()
-        pend = np.array([self._features.row(v) for v, _ in self._pending]).reshape(len(self._pending), -1)
+        pend = np.array([self._features.row(v) for v, _ in self._pending], dtype=np.float64).reshape(
+            len(self._pending), len(self._features))  # also when no example is pending
         arrays = dict(arrays, pending_X=pend, pending_y=np.array([t for _, t in self._pending], dtype=np.float64))
         return {"engine": state, "features": list(self._features.names)}, arrays
 
