@@ -417,7 +417,9 @@ class _ProximalBase(BaseEstimator):
                 )
         # Strong convexity of lam * R (for the 1/(sigma t) schedule) and the appendix-E radius.
         modulus = {"sq_l21": lam, "weighted_sq_l1": lam * float(np.min(weights)) ** 2 if weights is not None else lam,
-                   "elastic_net": lam * param}.get(reg, 0.0)
+                   "elastic_net": lam * param,
+                   # 0.5 sum ||theta_k||^q is lam-strongly convex only at q = 2 (the plain squared l2 norm)
+                   "nonsparse": lam if float(self.q) == 2.0 else 0.0}.get(reg, 0.0)
         if self.schedule == "strongly_convex" and modulus <= 0:
             raise ValueError(
                 f"schedule='strongly_convex' needs a strongly convex regulariser (sq_l21, weighted_sq_l1, or "
