@@ -150,7 +150,7 @@ def stored_examples(model):
         last = list(model.steps.values())[-1]
     if hasattr(last, "n_support_"):
         return int(last.n_support_)
-    eng = getattr(last, "engine", None)
+    eng = getattr(last, "_nn", None)  # river's KNNClassifier keeps a copy of its engine here
     if eng is not None and hasattr(eng, "window"):
         return len(eng.window)
     if hasattr(last, "_rbf_sampler"):

@@ -9,9 +9,10 @@
 2. ``parallel``: ``kernel_row`` (serial, blocked) vs ``kernel_row_parallel`` (prange over
    blocks) and, as ``learn`` uses them, the fused serial score pass ``kernel_scores`` vs
    ``kernel_row_parallel + accumulate_scores``, over ``n``, best and median of ``repeat``
-   calls.  ``PARALLEL_MIN_ROWS`` in ``onlinemkl/_config.py`` is set from this table: the
-   smallest ``n`` from which the parallel learn path wins in median at every larger ``n``
-   measured, for every ``d``.
+   calls.  ``PARALLEL_MIN_ROWS`` in ``onlinemkl/_config.py`` is set from this table run
+   twice, on an idle machine and on a busy one (the crossover moves from ~300 rows to
+   ~10^5 rows, because waking a worker thread costs milliseconds when the other core is
+   busy): the threshold is where the loss on a busy machine stays small (see _config.py).
 
 Single-thread BLAS for (1); Numba threads = all cores for (2).
 

@@ -2,8 +2,8 @@
 
 Each benchmark runs in its own subprocess (``--quick`` is passed through) with a fresh
 per-run ``NUMBA_CACHE_DIR`` unless one is set, and writes ``results/<name>.md`` / ``.json``
-through ``_common.write_report``.  The reports a benchmark wrote are found by their
-modification time; SUMMARY.md lists every benchmark (status, wall time, reports) and then
+through ``_common.write_report``.  The reports a benchmark wrote are the Markdown files
+it created or modified; SUMMARY.md lists every benchmark (status, wall time, reports) and then
 includes each report.  A failing benchmark does not stop the others; its last output lines
 go into the summary and the exit status is non-zero.
 
@@ -47,7 +47,7 @@ def main(argv=None):
     for script in discover(args.only):
         cmd = [sys.executable, str(script)] + (["--quick"] if args.quick else [])
         print(f"== {script.name} {'--quick' if args.quick else ''}", flush=True)
-        start = time.time()
+        before = {p: p.stat().st_mtime_ns for p in RESULTS.glob("*.md")}
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, cwd=str(HERE.parent), env=env, capture_output=True, text=True,
@@ -59,7 +59,8 @@ def main(argv=None):
             out = (exc.stdout or b"") + (exc.stderr or b"")
             tail = (out.decode() if isinstance(out, bytes) else out).strip().splitlines()[-15:]
         wall = time.perf_counter() - t0
-        reports = sorted(p for p in RESULTS.glob("*.md") if p.name != "SUMMARY.md" and p.stat().st_mtime >= start - 1)
+        reports = sorted(p for p in RESULTS.glob("*.md")
+                         if p.name != "SUMMARY.md" and before.get(p) != p.stat().st_mtime_ns)
         runs.append({"script": script.name, "status": status, "seconds": wall, "reports": reports, "tail": tail})
         print(f"   {status} in {wall:.0f} s; reports: {', '.join(p.name for p in reports) or 'none'}", flush=True)
 

@@ -30,14 +30,14 @@ SERIAL_OPTIONS = dict(nogil=True, cache=CACHE, fastmath=False, error_model="nump
 PARALLEL_OPTIONS = dict(nogil=True, cache=False, fastmath=False, error_model="numpy", parallel=True)
 
 #: Buffers with at least this many stored rows use the parallel kernel-row pass.
-#: Measured with ``benchmarks/bench_predict.py`` (results/predict_parallel.md) on the
-#: 2-core shared build machine: waking the worker threads costs milliseconds there, and
-#: with two cores sharing one memory bus the parallel learn path never won at every
-#: larger size for d = 128 (0.8x at 10^5 and 3x10^5 rows) and only from ~10^5 rows in
-#: median (not in best case) for d = 16.  So the parallel pass is kept for very large
-#: buffers only; re-measure on a machine with more cores and lower thread wake-up
-#: latency and lower this.
-PARALLEL_MIN_ROWS = 1_000_000
+#: Measured with ``benchmarks/bench_predict.py`` (results/predict_parallel.md) on the 2-core
+#: build machine, twice: when the machine is otherwise idle the parallel ``learn`` path wins
+#: from ~300 rows on (1.3-1.4x at 10^3 rows, 1.6-1.75x from 10^5 rows, d = 16 and 128); when
+#: the other core is busy, waking the worker thread costs milliseconds and the parallel path
+#: is 10-30x SLOWER below ~3x10^4 rows and 0.6-1.1x at 10^5-3x10^5 rows.  The threshold
+#: bounds the downside: from 10^5 rows the gain on an idle machine is ~1.6x and the loss on
+#: a busy one at most ~1.6x.  Lower it on a dedicated multi-core machine.
+PARALLEL_MIN_ROWS = 100_000
 
 
 def njit(func):
