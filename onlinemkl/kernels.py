@@ -20,8 +20,9 @@ array([[1.    , 0.6065],
 Bandwidths can be given in absolute terms (``gamma``, ``h``) or relative to the
 number of features of the group (``gamma=None`` uses ``gamma_scale / d``;
 ``BSpline(h=None)`` uses ``h_scale * sqrt(2 d)``, the typical distance of two
-standardised points).  Relative values are resolved once, when a model first
-sees data, and then frozen.
+standardised points).  Relative values are resolved once, when the kernel's
+group first has features, and then frozen: features that join the group later
+(a new feature in a stream, for a group of all features) do not change them.
 """
 
 from __future__ import annotations
@@ -278,9 +279,18 @@ class CompiledKernels:
 
     Built at the boundary from the kernel objects and the current feature
     index (group columns can grow when new features appear in a stream).
+
+    ``gl1[g]`` holds the group's flag bits (the name predates all but the
+    first): ``GROUP_L1`` when a Laplacian kernel needs the L1 distance,
+    ``GROUP_SQDIST`` when a B1-spline kernel needs the squared distance summed
+    directly rather than expanded from the norms, ``GROUP_DOT`` when a linear
+    or polynomial kernel reads the dot product (see
+    :mod:`onlinemkl._core.kernels`).  ``gfrozen[g]`` is True once group ``g``
+    has had columns: its kernels' relative bandwidths are resolved and kept
+    from then on, even when new features later join the group.
     """
 
-    __slots__ = ("kernels", "groups", "codes", "params", "kgroup", "granges", "gptr", "gl1", "_resolved")
+    __slots__ = ("kernels", "groups", "codes", "params", "kgroup", "granges", "gptr", "_gl1", "gfrozen")
 
     def __init__(self, kernels: Sequence[Kernel]):
         self.kernels = tuple(kernels)
@@ -296,13 +306,55 @@ class CompiledKernels:
         self.kgroup = np.array(kgroup, dtype=np.int64)
         self.params = np.zeros((F, 4))
         self.params[:, 3] = [1.0 if k.normalize else 0.0 for k in self.kernels]
-        self.gl1 = np.zeros(len(self.groups), dtype=np.int64)
-        for k, g in zip(self.kernels, kgroup):
-            if k.code == _ck.LAPLACIAN:
-                self.gl1[g] = 1
+        self._gl1 = self._group_flags()
         self.granges = np.zeros((0, 2), dtype=np.int64)
         self.gptr = np.zeros(len(self.groups) + 1, dtype=np.int64)
-        self._resolved = False
+        self.gfrozen = np.zeros(len(self.groups), dtype=bool)
+
+    def _group_flags(self) -> np.ndarray:
+        flags = np.zeros(len(self.groups), dtype=np.int64)
+        for k in self.kernels:
+            g = self.groups.index(k.group)
+            if k.code == _ck.LAPLACIAN:
+                flags[g] |= _ck.GROUP_L1
+            elif k.code == _ck.BSPLINE:
+                flags[g] |= _ck.GROUP_SQDIST
+            elif k.code in (_ck.LINEAR, _ck.POLYNOMIAL):
+                flags[g] |= _ck.GROUP_DOT
+        return flags
+
+    @property
+    def gl1(self) -> np.ndarray:
+        return self._gl1
+
+    @gl1.setter
+    def gl1(self, value):
+        # A saved state (or pickle) written before the GROUP_SQDIST and GROUP_DOT bits existed holds
+        # only the L1 bit; those bits are derived from the kernels, so they are added back.  Anything
+        # else is kept as given: the learners check the result against a fresh build.
+        value = np.asarray(value)
+        if value.dtype == np.int64 and value.shape == (len(self.groups),):
+            value = value | (self._group_flags() & (_ck.GROUP_SQDIST | _ck.GROUP_DOT))
+        self._gl1 = value
+
+    @property
+    def _resolved(self) -> bool:
+        """True once every group's parameters are frozen (the single flag the learners save).
+
+        Setting it restores the per-group state from that flag: True freezes
+        every group; False freezes the groups that have columns now, which is
+        exactly what :meth:`set_columns` leaves behind once ``granges``/``gptr``
+        are restored (so set it after them).  Also how pickles made before the
+        per-group flags come back.
+        """
+        return bool(np.all(self.gfrozen))
+
+    @_resolved.setter
+    def _resolved(self, value):
+        if value:
+            self.gfrozen = np.ones(len(self.groups), dtype=bool)
+        else:
+            self.gfrozen = np.diff(np.asarray(self.gptr)) > 0
 
     @property
     def n_kernels(self) -> int:
@@ -312,19 +364,26 @@ class CompiledKernels:
     def n_groups(self) -> int:
         return len(self.groups)
 
-    def set_columns(self, group_columns: Sequence[np.ndarray], freeze_params: bool = True):
-        """Set each group's columns; resolve relative bandwidths the first time."""
+    def set_columns(self, group_columns: Sequence[np.ndarray]):
+        """Set each group's columns; resolve a group's relative bandwidths when it first has columns.
+
+        A group's parameters are frozen from the first call that gives it
+        columns: features that join it later (a stream's new feature on a
+        group of all features, a named feature that appears late) do not move
+        its bandwidths, which the stored examples' norms were computed with.
+        A group still without columns is resolved again at every call.
+        """
         ranges, ptr = [], [0]
         for cols in group_columns:
             ranges.extend(_to_ranges(np.asarray(cols, dtype=np.int64)))
             ptr.append(len(ranges))
         self.granges = np.array(ranges, dtype=np.int64).reshape(-1, 2)
         self.gptr = np.array(ptr, dtype=np.int64)
-        if not self._resolved:
-            for j, k in enumerate(self.kernels):
-                self.params[j, :3] = k.resolved_params(len(group_columns[self.kgroup[j]]))
-            # Freeze relative bandwidths once every group has seen its features.
-            self._resolved = freeze_params and all(len(c) > 0 for c in group_columns)
+        for j, k in enumerate(self.kernels):
+            g = self.kgroup[j]
+            if not self.gfrozen[g]:
+                self.params[j, :3] = k.resolved_params(len(group_columns[g]))
+        self.gfrozen = self.gfrozen | np.array([len(c) > 0 for c in group_columns], dtype=bool)
 
     def arrays(self):
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
@@ -378,20 +437,32 @@ def _group_columns(ck, g):
     return np.concatenate([np.arange(a, b) for a, b in ranges] or [np.zeros(0, np.int64)]).astype(np.int64)
 
 
-def _group_quantities(X, Z, cols, need_l1):
+def _l1_distances(Xg, Zg):
+    """Pairwise L1 distances, blocked to keep the temporary (rows x cols x features) small."""
+    l1 = np.empty((Xg.shape[0], Zg.shape[0]))
+    step = max(1, 2**20 // max(1, Zg.shape[0] * max(1, Zg.shape[1])))
+    for a in range(0, Xg.shape[0], step):
+        l1[a:a + step] = np.abs(Xg[a:a + step, None, :] - Zg[None, :, :]).sum(axis=2)
+    return l1
+
+
+def _sq_distances(Xg, Zg):
+    """Pairwise squared distances summed from the differences (exact at (near-)duplicates, unlike
+    ``|x|^2 + |z|^2 - 2 x.z``): for the groups flagged ``GROUP_SQDIST`` (a B1-spline kernel)."""
+    from scipy.spatial.distance import cdist
+
+    return cdist(Xg, Zg, "sqeuclidean")
+
+
+def _group_quantities(X, Z, cols, flags):
     Xg = np.ascontiguousarray(X[:, cols])
     Zg = Xg if Z is X else np.ascontiguousarray(Z[:, cols])
     dots = Xg @ Zg.T  # X @ X.T is a symmetric (syrk) product
     xsq = np.einsum("ij,ij->i", Xg, Xg)
     zsq = xsq if Z is X else np.einsum("ij,ij->i", Zg, Zg)
-    l1 = None
-    if need_l1:
-        # Blocked to keep the temporary (rows x cols x features) small.
-        l1 = np.empty_like(dots)
-        step = max(1, 2**20 // max(1, Zg.shape[0] * max(1, Zg.shape[1])))
-        for a in range(0, Xg.shape[0], step):
-            l1[a:a + step] = np.abs(Xg[a:a + step, None, :] - Zg[None, :, :]).sum(axis=2)
-    return dots, l1, xsq, zsq
+    l1 = _l1_distances(Xg, Zg) if flags & _ck.GROUP_L1 else None
+    sqd = _sq_distances(Xg, Zg) if flags & _ck.GROUP_SQDIST else None
+    return dots, l1, sqd, xsq, zsq
 
 
 def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndarray:
@@ -410,14 +481,15 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
     codes, params = ck.codes, ck.params
     xdiag = np.zeros((nq, F))
     zdiag = xdiag if S is Xq else np.zeros((ns, F))
-    no_l1 = np.zeros((1, 1))
+    none = np.zeros((1, 1))
     for g in range(ck.n_groups):
         js = np.nonzero(ck.kgroup == g)[0].astype(np.int64)
-        dots, l1, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), bool(ck.gl1[g]))
+        dots, l1, sqd, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), int(ck.gl1[g]))
         _ck.raw_self_kernels(xsq, js, codes, params, xdiag)
         if S is not Xq:
             _ck.raw_self_kernels(zsq, js, codes, params, zdiag)
-        _ck.values_from_products(np.ascontiguousarray(dots), xsq, zsq, no_l1 if l1 is None else l1, l1 is not None,
+        _ck.values_from_products(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1, l1 is not None,
+                                 none if sqd is None else sqd, sqd is not None,
                                  js, codes, params, xdiag, zdiag, S is Xq, out)
     return out
 
@@ -449,7 +521,7 @@ class WeightedKernelSum:
         self.acc = np.empty((block_rows, ns))
         self.eargs = np.empty((n_exp, block_rows, ns))
         self.xdiag = np.zeros((block_rows, ck.n_kernels))
-        self.no_l1 = np.zeros((1, 1))
+        self.none = np.zeros((1, 1))  # stands for an absent l1 / sqd matrix
 
     @staticmethod
     def rows_per_block(ns: int, n_kernels: int, target_bytes: int = 1 << 23) -> int:
@@ -464,19 +536,17 @@ class WeightedKernelSum:
             Xg = np.ascontiguousarray(Xq[:, cols])
             dots = np.ascontiguousarray(Xg @ Sg.T)
             xsq = np.einsum("ij,ij->i", Xg, Xg)
-            l1 = None
-            if ck.gl1[g]:
-                l1 = np.empty_like(dots)
-                step = max(1, 2**20 // max(1, Sg.shape[0] * max(1, Sg.shape[1])))
-                for a in range(0, b, step):
-                    l1[a:a + step] = np.abs(Xg[a:a + step, None, :] - Sg[None, :, :]).sum(axis=2)
+            flags = int(ck.gl1[g])
+            l1 = _l1_distances(Xg, Sg) if flags & _ck.GROUP_L1 else None
+            sqd = _sq_distances(Xg, Sg) if flags & _ck.GROUP_SQDIST else None
             xdiag = self.xdiag[:b]
             _ck.raw_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
             E = self.eargs[: len(ejs), :b]
-            _ck.weighted_sum_prep(dots, xsq, zsq, self.no_l1 if l1 is None else l1, l1 is not None, ojs, ejs,
+            _ck.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
+                                  self.none if sqd is None else sqd, sqd is not None, ojs, ejs,
                                   ck.codes, ck.params, xdiag, self.sdiagT, self.w, acc, E)
             if len(ejs):
-                np.exp(E, out=E)
+                _ck.exp_neg_inplace(E)
                 _ck.weighted_sum_exp(E, ejs, self.w, acc)
         return acc
 

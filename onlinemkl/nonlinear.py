@@ -237,6 +237,7 @@ class CortesEngine:
         arrays = {name: getattr(self, name).copy() for name in self._ARRAYS}
         if self.base.ck is not None:
             state["ck_resolved"] = bool(self.base.ck._resolved)
+            state["ck_frozen"] = [bool(v) for v in self.base.ck.gfrozen]  # groups whose bandwidths are fixed
             arrays["ck_params"] = self.base.ck.params.copy()
         return state, arrays
 
@@ -262,6 +263,13 @@ class CortesEngine:
         self.ybar, self.step, self.n_iter_ = float(state["ybar"]), float(state["step"]), int(state["n_iter_"])
         if self.base.ck is not None:
             self.base.ck._resolved = bool(state.get("ck_resolved", False))
+            if "ck_frozen" in state:  # (older files: only the single flag)
+                frozen = state["ck_frozen"]
+                if (not isinstance(frozen, (list, tuple)) or len(frozen) != self.base.ck.n_groups
+                        or not all(isinstance(v, bool) for v in frozen)):
+                    raise ValueError(f"inconsistent Cortes state: ck_frozen={frozen!r} is not one bool per "
+                                     "kernel group")
+                self.base.ck.gfrozen = np.array(frozen, dtype=bool)
             if arrays.get("ck_params") is not None and arrays["ck_params"].shape == self.base.ck.params.shape:
                 self.base.ck.params[:] = arrays["ck_params"]
 

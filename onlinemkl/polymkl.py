@@ -456,6 +456,7 @@ class PolyMKLEngine:
                  "seed": int(self.seed), "cg_iters": int(self.cg_iters)}
         if self.base.ck is not None:
             state["ck_resolved"] = bool(self.base.ck._resolved)
+            state["ck_frozen"] = [bool(v) for v in self.base.ck.gfrozen]  # groups whose bandwidths are fixed
             arrays = {"ck_params": self.base.ck.params.copy()}
         else:
             arrays = {}
@@ -499,6 +500,13 @@ class PolyMKLEngine:
         self.cg_iters = int(state.get("cg_iters", 0))
         if self.base.ck is not None:
             self.base.ck._resolved = bool(state.get("ck_resolved", False))
+            if "ck_frozen" in state:  # (older files: only the single flag)
+                frozen = state["ck_frozen"]
+                if (not isinstance(frozen, (list, tuple)) or len(frozen) != self.base.ck.n_groups
+                        or not all(isinstance(v, bool) for v in frozen)):
+                    raise ValueError(f"inconsistent PolyMKL state: ck_frozen={frozen!r} is not one bool per "
+                                     "kernel group")
+                self.base.ck.gfrozen = np.array(frozen, dtype=bool)
             if "ck_params" in arrays and arrays["ck_params"].shape == self.base.ck.params.shape:
                 self.base.ck.params[:] = arrays["ck_params"]
         self.rebuild_index()

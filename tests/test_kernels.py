@@ -4,6 +4,8 @@ Every kernel kind, with and without unit-diagonal normalisation, on feature grou
 all features; the serial and the parallel row pass must agree bit for bit.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist, pdist
@@ -161,11 +163,9 @@ def test_kernel_matrix_default_and_symmetric(data):
 
 
 @pytest.mark.parametrize("path", ["compiled_row", "kernel_matrix"])
-@pytest.mark.xfail(strict=True, reason=(
-    "BSpline at (near-)zero distance: sqrt of the expanded squared distance |x|^2+|s|^2-2x.s "
-    "turns its ~1e-15 rounding error into ~1e-8 (bug report: compute the squared distance "
-    "directly for groups that carry a BSpline kernel)"))
 def test_bspline_exact_at_near_duplicate_points(path, data):
+    """sqrt of the expanded squared distance |x|^2+|s|^2-2x.s would turn its ~1e-15 rounding error
+    into ~1e-8; groups that carry a BSpline kernel sum the squared distance directly."""
     S, _ = data
     kernel = BSpline(h=4.0)
     c = compiled([kernel])
@@ -241,6 +241,87 @@ def test_relative_bandwidths_resolve_on_group_size():
     assert BSpline(h_scale=2.0).resolved_params(8)[0] == pytest.approx(8.0)
     c = compiled([RBF(group=(0, 1)), RBF()], d=D)
     assert c.params[0, 0] == 0.5 and c.params[1, 0] == pytest.approx(1.0 / D)
+
+
+def test_relative_bandwidths_frozen_per_group_once_it_has_columns():
+    """A group's parameters are resolved when it first has columns and kept when more join it."""
+    names = {"a": 0, "b": 1}
+    c = CompiledKernels(check_kernels([RBF(), Laplacian(group=("c", "d")), BSpline(group=("c",))]))
+
+    def grow(n):
+        c.set_columns(resolve_group_columns(c.groups, n, names.get))
+
+    grow(2)
+    assert c.gfrozen.tolist() == [True, False, False] and not c._resolved
+    assert c.params[0, 0] == 0.5
+    names["c"] = 2
+    grow(3)
+    assert c.gfrozen.tolist() == [True, True, True] and c._resolved
+    assert c.params[0, 0] == 0.5 and c.params[1, 0] == 1.0 and c.params[2, 0] == pytest.approx(np.sqrt(2.0))
+    names["d"] = 3
+    grow(4)
+    assert c.params[0, 0] == 0.5 and c.params[1, 0] == 1.0  # 'd' joined ('c', 'd'): gamma stays 1/1
+    assert c.granges.tolist() == [[0, 4], [2, 4], [2, 3]]
+
+
+def test_single_resolved_flag_restores_per_group_state():
+    """The learners save one flag; restored after the columns, it gives back the per-group state."""
+    names = {"a": 0}
+    c = CompiledKernels(check_kernels([RBF(), RBF(group=("z",))]))
+    c.set_columns(resolve_group_columns(c.groups, 1, names.get))
+    saved = (c._resolved, c.granges.copy(), c.gptr.copy())
+    d = CompiledKernels(c.kernels)
+    d.granges, d.gptr = saved[1], saved[2]
+    d._resolved = saved[0]
+    assert d.gfrozen.tolist() == [True, False]
+    d._resolved = True
+    assert d.gfrozen.tolist() == [True, True]
+
+
+def test_group_flags_mark_l1_and_direct_distance_groups():
+    c = compiled([RBF(), Laplacian(group=G1), BSpline(group=G2), Linear(group=G2), BSpline(group=G1)])
+    expected = [0, ck.GROUP_L1 | ck.GROUP_SQDIST, ck.GROUP_SQDIST | ck.GROUP_DOT]
+    assert c.gl1.tolist() == expected
+    # a state saved before the direct-distance and dot bits existed holds only the L1 bit: they come back
+    c.gl1 = np.array([0, ck.GROUP_L1, 0], dtype=np.int64)
+    assert c.gl1.tolist() == expected
+    d = pickle.loads(pickle.dumps(c))
+    assert d.gl1.tolist() == c.gl1.tolist() and d.gfrozen.tolist() == c.gfrozen.tolist()
+    np.testing.assert_array_equal(d.params, c.params)
+
+
+def test_bspline_group_row_quantities_are_direct_and_identical_across_paths(data):
+    """A BSpline group's squared distance is the direct sum, the same in the per-row, blocked and batch paths,
+    with (G2: a polynomial kernel reads them) or without (G1) the dot products; the other kernels on the
+    group keep their values."""
+    S, Q = data
+    kernels = [BSpline(h=4.0, group=G2), RBF(gamma=0.3, group=G2), Polynomial(degree=2, group=G2, normalize=True),
+               BSpline(h=3.0, group=G1, normalize=True), RBF(gamma=0.2, group=G1)]
+    c = compiled(kernels)
+    assert c.gl1.tolist() == [ck.GROUP_SQDIST | ck.GROUP_DOT, ck.GROUP_SQDIST]
+    ssq, _ = buffer_of(S, c)
+    codes, params, kgroup, granges, gptr, gl1 = c.arrays()
+    n = S.shape[0]
+    for x in Q:
+        xsq = np.empty(2)
+        ck.group_sqnorms(x, granges, gptr, xsq)
+        dots, sqds, l1s = np.empty(2), np.empty(2), np.empty(2)
+        per_row = np.empty((3, 2, n))
+        for i in range(n):
+            ck.row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+            per_row[:, :, i] = dots, sqds, l1s
+        for g, cols in enumerate((list(G2), list(G1))):
+            direct = np.array([np.sum((x[cols] - S[i, cols]) ** 2) for i in range(n)])
+            np.testing.assert_allclose(per_row[1, g], direct, rtol=1e-14, atol=0)
+        np.testing.assert_allclose(per_row[0, 0], S[:, list(G2)] @ x[list(G2)], rtol=1e-13)
+        blocked = np.empty((3, 2, n))
+        ck.block_quantities(x, xsq, S, 0, n, ssq, granges, gptr, gl1, *blocked)
+        assert np.array_equal(blocked, per_row)
+    K = kernel_matrix(Q, S, kernels)
+    for j, k in enumerate(kernels):
+        ref = _sk_normalized(k, Q, S)
+        np.testing.assert_allclose(K[j], ref, rtol=0, atol=_tol(ref))
+        np.testing.assert_allclose(rows(Q[0], S, c)[j], ref[0], rtol=0, atol=_tol(ref))
 
 
 # -- the OBSCURE papers' distance kernels --------------------------------------------------------

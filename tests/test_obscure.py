@@ -15,6 +15,9 @@ from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.obscure import ObscureEngine, default_eta, hinge_losses
 
 D = 6
+# The fit-path comparisons use all five too: fit's BLAS kernel matrices sum a BSpline group's squared
+# distances directly, so their diagonal is the exact K(x, x) the norm updates use (the expanded
+# |x|^2 + |z|^2 - 2 x.z left 1 - ~1e-8 there; test_fit_with_bspline_norms_equal_recomputation).
 KERNELS = (
     RBF(gamma=0.2, group=(0, 1, 2)),
     Linear(group=(3, 4, 5), normalize=True),
@@ -22,9 +25,6 @@ KERNELS = (
     Laplacian(gamma=0.1),
     BSpline(h=5.0, group=(0, 1, 2)),
 )
-# fit's BLAS kernel matrices carry the BSpline near-zero-distance error (see the xfail below and
-# test_kernels.py); the fit-path comparisons use the other four kernels.
-NO_BSPLINE = KERNELS[:4]
 
 
 def make_data(n, n_classes, seed, d=D, noise=0.5):
@@ -122,11 +122,11 @@ def test_fit_matches_reference_fit(n_classes, budget, eviction):
     labels = np.array(["a", "b", "c"])[: n_classes]
     y_lab = labels[(y > 0).astype(int)] if n_classes == 2 else labels[y]
     p, lam = 1.3, 0.02
-    clf = OBSCUREClassifier(kernels=NO_BSPLINE, p=p, lam=lam, random_state=5, stage1_epochs=3, stage2_epochs=2,
+    clf = OBSCUREClassifier(kernels=KERNELS, p=p, lam=lam, random_state=5, stage1_epochs=3, stage2_epochs=2,
                             budget=budget, eviction=eviction)
     clf.fit(X, y_lab)
     q = p / (p - 1)
-    ref = naive.naive_fit(X, y, NO_BSPLINE, p, lam, default_eta(len(NO_BSPLINE), q), n_classes == 2, n_classes, seed=5,
+    ref = naive.naive_fit(X, y, KERNELS, p, lam, default_eta(len(KERNELS), q), n_classes == 2, n_classes, seed=5,
                           stage1_epochs=3, stage2_epochs=2, budget=budget, eviction=eviction)
     if budget:
         assert clf._engine.istate[co.I_EVICTIONS] > 20
@@ -200,10 +200,9 @@ def test_automatic_fold_of_an_extreme_scale():
     recomputed_matches(eng)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fit's precomputed (BLAS) BSpline matrix has K(x, x) = 1 - ~1e-8 (sqrt of the expanded squared distance) "
-    "while the norm update uses the exact diagonal 1: theta_sq drifts from the buffer by ~3e-9 relative"))
 def test_fit_with_bspline_norms_equal_recomputation():
+    """fit's precomputed BSpline matrix has the exact diagonal 1 the norm update uses (the squared
+    distance is summed directly, not expanded from the norms: that left K(x, x) = 1 - ~1e-8)."""
     X, y = make_data(300, 3, seed=8)
     clf = OBSCUREClassifier(kernels=KERNELS, budget=20, random_state=0).fit(X, y)
     recomputed_matches(clf._engine, rtol=1e-11)
@@ -212,7 +211,7 @@ def test_fit_with_bspline_norms_equal_recomputation():
 def test_n_support_never_exceeds_budget_in_fit():
     X, y = make_data(300, 3, seed=8)
     for eviction in ("oldest", "least_impact"):
-        clf = OBSCUREClassifier(kernels=NO_BSPLINE, budget=20, eviction=eviction, random_state=0).fit(X, y)
+        clf = OBSCUREClassifier(kernels=KERNELS, budget=20, eviction=eviction, random_state=0).fit(X, y)
         assert clf.n_support_ <= 20 and clf._engine.buf.capacity <= 20
         recomputed_matches(clf._engine)  # ~2800 evictions; measured agreement 1e-14
 
@@ -579,11 +578,9 @@ def test_parallel_row_path_gives_identical_steps(monkeypatch, budget, eviction):
     assert np.array_equal(e1.buf.coef, e2.buf.coef) and np.array_equal(e1.buf.S, e2.buf.S)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CompiledKernels.set_columns re-resolves every kernel's relative bandwidth while ANY group is still "
-    "empty: a named group whose feature has not appeared yet keeps RBF() on all features re-resolving "
-    "gamma = 1/d each time a feature appears, so theta_sq no longer matches the stored examples"))
 def test_river_relative_bandwidth_frozen_once_its_group_has_features():
+    """A named group whose feature has not appeared yet must not keep RBF() on all features re-resolving
+    gamma = 1/d each time a feature appears (theta_sq would no longer match the stored examples)."""
     import onlinemkl.river
 
     rng = np.random.default_rng(0)

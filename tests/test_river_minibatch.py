@@ -2,6 +2,7 @@
 
 import copy
 import os
+import pickle
 import tempfile
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from river import checks
 
 from onlinemkl import load
+from onlinemkl.kernels import RBF, BSpline, Linear
 from onlinemkl.river import NonlinearKRRRegressor, PolyMKLRegressor
 
 CLASSES = [PolyMKLRegressor, NonlinearKRRRegressor]
@@ -105,3 +107,29 @@ def test_save_load_with_pending_buffer(cls):
         m.learn_one(x, y)
         m2.learn_one(x, y)
     assert [m2.predict_one(x) for x in xs] == [m.predict_one(x) for x in xs]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_group_without_features_yet_keeps_bandwidths_through_save_load(cls):
+    """Saved while the group ('late',) has no feature: RBF() keeps gamma = 1/3 (resolved on the first
+    batch) when 'late' joins it, RBF on ('late',) resolves then; the file and a pickle continue alike."""
+    m = cls(batch_size=10, kernels=(RBF(), RBF(group=("late",)), BSpline(), Linear()))
+    data = list(_stream(120))
+    for x, y in data[:60]:  # six full batches; 'late' comes with the next one
+        m.learn_one(x, y)
+    ck = m._engine.base.ck
+    assert ck.gfrozen.tolist() == [True, False] and ck.params[0, 0] == pytest.approx(1 / 3) and not m._pending
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "r.omkl")
+        m.save(path)
+        copies = [load(path), pickle.loads(pickle.dumps(m))]
+    for x, y in data[60:]:
+        m.learn_one(x, y)
+        for other in copies:
+            other.learn_one(x, y)
+    assert ck.gfrozen.tolist() == [True, True]
+    assert ck.params[0, 0] == pytest.approx(1 / 3) and ck.params[1, 0] == 1.0
+    xs = [x for x, _ in data]
+    for other in copies:
+        np.testing.assert_array_equal(other._engine.base.ck.params, ck.params)
+        assert [other.predict_one(x) for x in xs] == [m.predict_one(x) for x in xs]

@@ -33,7 +33,11 @@ class OBSCUREClassifier(base.Classifier):
     ``loss='hinge'`` it is a binary classifier of True/False labels (river's
     binary convention) with the binary hinge loss.  Features may appear, disappear and come in any order: a missing
     feature reads 0, so put a ``StandardScaler`` in front.  Kernel groups are
-    tuples of feature *names*.
+    tuples of feature *names*.  A feature that first appears mid-stream joins
+    the kernels on all features (``group=None``) and any group that names it
+    (stored examples read 0 there); relative bandwidths (``gamma=None``,
+    ``h=None``) are resolved when a kernel's group first has features and then
+    kept.
 
     ``predict_proba_one`` returns the softmax of the class scores (binary
     hinge: the logistic function of the score).  These are monotone in the
