@@ -158,7 +158,8 @@ _PROXIMAL_COMMON = {
     "gamma": (None, "projection radius > 0, 'auto' (appendix E, where it applies) or none"),
     "average": (None, "predict with the running average of the iterates (no history stored)"),
     "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
-    "eviction": ("oldest", "'oldest' or 'least_impact': what a full buffer drops"),
+    "eviction": ("least_impact", "'least_impact' or 'oldest' (a sliding window, for drifting streams): what a full "
+                                 "buffer drops"),
 }
 
 

@@ -28,7 +28,8 @@ from ._core import fobos as _cf
 from ._core import losses as _cl
 from ._core import prox as _cp
 from ._validation import check_choice, check_number, check_rows
-from .kernels import CompiledKernels, Linear, block_kernels, check_kernels, default_regression_kernels, resolve_group_columns
+from .kernels import (CompiledKernels, Linear, WeightedKernelSum, block_kernels, check_kernels,
+                      default_regression_kernels, resolve_group_columns)
 from .obscure import EVICTION, check_labels, encode_labels
 
 __all__ = ["ProximalMKLClassifier", "ProximalMKLRegressor", "ProximalEngine", "REGULARIZERS"]
@@ -221,27 +222,38 @@ class ProximalEngine:
                 out.append(self.sigma[F + e] * self.W[e, : self.n_features, : self.n_outputs])
         return out
 
-    def scores_many(self, X, average=False, block=2048):
-        """Scores of many examples with BLAS products (last or averaged model)."""
+    def scores_many(self, X, average=False, block=4096):
+        """Scores of many examples with BLAS products (last or averaged model).
+
+        Queries go in blocks of :meth:`WeightedKernelSum.rows_per_block` rows (at most
+        ``block``), as OBSCURE's batch path does: the block's kernel values (``F x rows x n``)
+        stay near 8 MB whatever the number ``n`` of stored examples, instead of one
+        ``F x 2048 x n`` array (800 MB at ``n = 10^4``).
+        """
         n = self.n_support
         n_out = max(self.n_outputs, 1)
         out = np.zeros((X.shape[0], n_out))
         for Wm, cols in zip(self._explicit_matrix(average), self._explicit_columns()):
             out += X[:, cols] @ Wm[cols]
-        if n == 0:
+        if n == 0 or X.shape[0] == 0:
             return out
         coef = self.buf.coef[:n]
+        F = self.n_kernels
         if average:
-            c = np.empty((n, self.n_kernels))
+            c = np.empty((n, F))
             _cf.averaged_coefficients(n, coef, self.avg_acc, self.avg_base, self.sigma_cum,
                                       max(int(self.istate[_cf.I_T]), 1), c)
         else:
-            c = coef * self.sigma[: self.n_kernels]
-        beta = self.beta[:n, :n_out]
+            c = coef * self.sigma[:F]
+        # M[k] = coef[:, k] * beta: group k's (n, C) output weights, so a block's scores are sum_k K_k M[k]
+        M = np.ascontiguousarray(c.T[:, :, None] * self.beta[None, :n, :n_out])
         S = self.buf.S[:n, : self.n_features]
-        for start in range(0, X.shape[0], block):
-            K = block_kernels(X[start:start + block], S, self.ck)  # (F, b, n)
-            out[start:start + block] += np.einsum("fbn,nf,nc->bc", K, c, beta, optimize=True)
+        rows = max(1, min(int(block), WeightedKernelSum.rows_per_block(n, F)))
+        for start in range(0, X.shape[0], rows):
+            K = block_kernels(X[start:start + rows], S, self.ck)  # (F, rows, n)
+            acc = out[start:start + rows]
+            for k in range(F):
+                acc += K[k] @ M[k]
         return out
 
     def _explicit_columns(self):
@@ -488,6 +500,25 @@ _COMMON_DOC = """
     random_state : int or None
 """
 
+# The flat learners evict with a projection onto a partner (onlinemkl._core.fobos.evict_and_merge)
+# and default to 'least_impact'; the sequence labeller reuses _COMMON_DOC with plain removal.
+_FLAT_BUDGET_DOC = _COMMON_DOC.replace("""    budget : int or None; eviction : {'oldest', 'least_impact'}
+        As in OBSCURE.
+""", """    budget : int or None
+        Maximum number of stored examples (None: unbounded).
+    eviction : {'least_impact', 'oldest'}, default 'least_impact'
+        What a full buffer drops: the stored example with the smallest contribution
+        ``||Delta theta||^2``, or the oldest (a sliding window, for drifting streams).
+        Either way its contribution is first projected, per kernel group, onto the
+        stored example with a parallel class vector that keeps most of it (always
+        possible with one output: binary classification and regression; the same
+        class pair for the multiclass hinge); the averaged model's share moves with
+        it, and only the residual is lost.  With the decaying step sizes the oldest
+        examples carry the largest coefficients, so 'oldest' costs accuracy on
+        stationary data (the averaged model, which weights each example by its time
+        in the model, the most).
+""")
+
 
 class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
     __doc__ = """Online proximal MKL classifier (kernelised FOBOS with group-norm proximal steps).
@@ -496,7 +527,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
     ----------
     loss : {'hinge', 'logistic'}, default 'hinge'
         Binary hinge / logistic for two classes, Crammer-Singer hinge / multinomial
-        logistic for more.""" + _COMMON_DOC + """
+        logistic for more.""" + _FLAT_BUDGET_DOC + """
     Examples
     --------
     >>> from sklearn.datasets import load_iris
@@ -511,7 +542,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalBase):
 
     def __init__(self, kernels=None, explicit_groups=None, loss="hinge", regularizer="sq_l21", lam=1e-4, q=1.5,
                  sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto",
-                 average=False, budget=None, eviction="oldest", n_epochs=1, random_state=None):
+                 average=False, budget=None, eviction="least_impact", n_epochs=1, random_state=None):
         self.kernels = kernels
         self.explicit_groups = explicit_groups
         self.loss = loss
@@ -643,7 +674,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
     ----------
     loss : {'squared', 'epsilon_insensitive'}, default 'squared'
     epsilon : float >= 0, default 0.1
-        Width of the epsilon-insensitive loss, in units of the target's standard deviation.""" + _COMMON_DOC + """
+        Width of the epsilon-insensitive loss, in units of the target's standard deviation.""" + _FLAT_BUDGET_DOC + """
     Defaults differ from the classifier's where regression needs it:
     ``kernels=None`` uses :func:`onlinemkl.kernels.default_regression_kernels`,
     ``lam=1e-2``, ``eta0=0.1``, the averaged model and 3 epochs in ``fit``.
@@ -667,7 +698,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalBase):
 
     def __init__(self, kernels=None, explicit_groups=None, loss="squared", epsilon=0.1, regularizer="sq_l21",
                  lam=1e-2, q=1.5, sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=0.1,
-                 gamma=None, average=True, budget=None, eviction="oldest", n_epochs=3, random_state=None):
+                 gamma=None, average=True, budget=None, eviction="least_impact", n_epochs=3, random_state=None):
         self.kernels = kernels
         self.explicit_groups = explicit_groups
         self.loss = loss

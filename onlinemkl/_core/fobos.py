@@ -19,6 +19,14 @@ derivative -> gradient step on the loss only (store the example, O(P) norm
 updates, eq. 17) -> proximal step on the vector of group norms (Prop. 1) ->
 projection onto the ball of radius gamma -> lazy bookkeeping for the averaged
 model.
+
+With a full budget the evicted example is not simply dropped: its contribution
+(and its share of the averaged model) is projected onto the stored example
+with a parallel class vector that keeps most of it (:func:`evict_and_merge`),
+and only the residual leaves the model.  Plain removal made the models
+fragile: with wide kernels (near-constant Gram entries) every stored example
+also acts as a large per-class offset, the offsets cancel only in aggregate,
+and removing a heavy example shifts every score of its two classes.
 """
 
 from __future__ import annotations
@@ -213,6 +221,163 @@ def choose_dense_evictee(policy, n, tstamp, coef, beta, n_out, sdiag, params, si
 
 
 @njit
+def parallel_classes(beta, e, j, n_out):
+    """``(rho, ||beta_j||^2)`` if ``beta[e] = rho * beta[j]`` (class vectors parallel), else ``(0, 0)``."""
+    ee = 0.0
+    jj = 0.0
+    ej = 0.0
+    for c in range(n_out):
+        ee += beta[e, c] * beta[e, c]
+        jj += beta[j, c] * beta[j, c]
+        ej += beta[e, c] * beta[j, c]
+    if jj == 0.0 or ej == 0.0 or ej * ej < (1.0 - 1e-12) * ee * jj:
+        return 0.0, 0.0
+    return ej / jj, jj
+
+
+@njit
+def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1, sigma, ge, kej):
+    """One pass over the buffer for stored example ``e`` (about to be evicted).
+
+    Fills ``ge[k, c]``, the raw scores of ``x_e`` (``theta_k . v_e = sum_c beta_ec ge[k, c]``), and
+    returns the merge partner: the stored ``j != e`` whose class vector is parallel to ``e``'s
+    and whose row captures the most of ``e``'s contribution, ``sum_k (sigma_k coef_ek)^2
+    K_k(x_e, x_j)^2 / K_k(x_j, x_j)`` (the squared norm of its projection); ``kej[k] =
+    K_k(x_e, x_j)``.  Returns -1 when no row qualifies.
+    """
+    G = gptr.shape[0] - 1
+    F = codes.shape[0]
+    for k in range(F):
+        for c in range(n_out):
+            ge[k, c] = 0.0
+    xe = S[e, :].copy()
+    dots = np.empty(G)
+    sqds = np.empty(G)
+    l1s = np.empty(G)
+    kv = np.empty(F)
+    best = -1
+    best_gain = 0.0
+    for i in range(n):
+        row_quantities(xe, ssq[e, :], S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+        for k in range(F):
+            gi = kgroup[k]
+            val = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
+            if params[k, 3] != 0.0:
+                val = normalise(val, sdiag[e, k], sdiag[i, k])
+            kv[k] = val
+        for c in range(n_out):
+            b = beta[i, c]
+            if b != 0.0:
+                for k in range(F):
+                    ge[k, c] += kv[k] * coef[i, k] * b
+        if i == e:
+            continue
+        rho, jj = parallel_classes(beta, e, i, n_out)
+        if jj == 0.0:
+            continue
+        gain = 0.0
+        for k in range(F):
+            kii = effective_diag(sdiag[i, k], params[k, 3])
+            if kii > 0.0:
+                a = sigma[k] * coef[e, k] * kv[k]
+                gain += a * a / kii
+        if gain > best_gain:
+            best_gain = gain
+            best = i
+            for k in range(F):
+                kej[k] = kv[k]
+    return best
+
+
+@njit
+def evict_and_merge(e, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_acc, avg_base, sigma, sigma_cum,
+                    theta_sq, codes, params, kgroup, granges, gptr, gl1, g):
+    """Take stored example ``e`` out of the model, projecting its contribution onto one partner row.
+
+    Group ``k`` holds ``coef_ek v_e`` with ``v_e = phi_k(x_e) (x) beta_e``.  Where a stored ``j``
+    has a parallel class vector (``beta_e = rho beta_j``: always for one output, i.e. binary
+    classification and regression; the same class pair for the multiclass hinge), the part of
+    ``coef_ek v_e`` along ``v_j`` is kept by ``coef_jk += a_k coef_ek`` with ``a_k = rho
+    K_k(x_e, x_j) / K_k(x_j, x_j)`` (the orthogonal projection, per group); only the
+    residual leaves the model.  The averaged model is treated alike: row ``e``'s accumulated
+    average moves to row ``j`` with the same factors.  Without a partner ``e`` is simply
+    removed (its share of the average with it).
+
+    Updates the raw squared norms exactly (eq. 17 style, from the raw scores of ``x_e`` and,
+    when merging, of ``x_j``: a second pass) and the raw scores ``g`` of the incoming ``x``
+    (row ``e`` removed, row ``j`` changed).  Row ``e`` itself is left for the caller to
+    overwrite.  Returns the partner (-1: none).
+    """
+    F = codes.shape[0]
+    ge = np.empty((F, n_out))
+    kej = np.zeros(F)
+    j = evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1, sigma, ge, kej)
+    add_row_to_scores(-1.0, e, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
+                      codes, params, kgroup, granges, gptr, gl1, g)
+    bsq = 0.0
+    for c in range(n_out):
+        bsq += beta[e, c] * beta[e, c]
+    if j < 0:
+        for k in range(F):
+            r = -coef[e, k]
+            tu = 0.0
+            for c in range(n_out):
+                tu += beta[e, c] * ge[k, c]
+            v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * effective_diag(sdiag[e, k], params[k, 3])
+            theta_sq[k] = v if v > 0.0 else 0.0
+        return -1
+    rho, bsq_j = parallel_classes(beta, e, j, n_out)
+    gj = np.empty((F, n_out))
+    dense_kernel_scores(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy(), S, ssq, sdiag, n, codes, params,
+                        kgroup, granges, gptr, gl1, coef, beta, n_out, gj)
+    delta = np.zeros(F)
+    for k in range(F):
+        kee = effective_diag(sdiag[e, k], params[k, 3])
+        kjj = effective_diag(sdiag[j, k], params[k, 3])
+        a = rho * kej[k] / kjj if kjj > 0.0 else 0.0
+        ce = coef[e, k]
+        d = a * ce
+        tu_e = 0.0
+        tu_j = 0.0
+        for c in range(n_out):
+            tu_e += beta[e, c] * ge[k, c]
+            tu_j += beta[j, c] * gj[k, c]
+        # ||theta - ce v_e + d v_j||^2, with v_e . v_j = K_k(x_e, x_j) beta_e . beta_j = kej rho ||beta_j||^2
+        v = (theta_sq[k] - 2.0 * ce * tu_e + 2.0 * d * tu_j + ce * ce * bsq * kee + d * d * bsq_j * kjj
+             - 2.0 * ce * d * kej[k] * rho * bsq_j)
+        theta_sq[k] = v if v > 0.0 else 0.0
+        # the averaged model: fold row j's running average, then move row e's (projected) into it
+        ae = avg_acc[e, k] + ce * (sigma_cum[k] - avg_base[e, k])
+        avg_acc[j, k] += coef[j, k] * (sigma_cum[k] - avg_base[j, k]) + a * ae
+        avg_base[j, k] = sigma_cum[k]
+        coef[j, k] += d
+        delta[k] = d
+    add_row_delta(j, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g)
+    return j
+
+
+@njit
+def add_row_delta(i, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g):
+    """``g[k, c] += delta[k] * K_k(x, S_i) * beta[i, c]`` (row ``i``'s coefficients changed by ``delta``)."""
+    F = codes.shape[0]
+    G = gptr.shape[0] - 1
+    dots = np.empty(G)
+    sqds = np.empty(G)
+    l1s = np.empty(G)
+    row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    for k in range(F):
+        if delta[k] == 0.0:
+            continue
+        gi = kgroup[k]
+        kx = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
+        if params[k, 3] != 0.0:
+            kx = normalise(kx, xdiag[k], sdiag[i, k])
+        v = delta[k] * kx
+        for c in range(n_out):
+            g[k, c] += v * beta[i, c]
+
+
+@njit
 def fobos_scores(x, S, ssq, sdiag, coef, beta, codes, params, kgroup, granges, gptr, gl1,
                  W, xgranges, xgptr, sigma, n, n_out, g, scores):
     """Scores ``s_c = sum_k sigma_k g[k, c]`` of one example (no update)."""
@@ -374,10 +539,8 @@ def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg
         slot = n
         if budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, n_out, sdiag, params, sigma)
-            add_row_to_scores(-1.0, slot, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
-                              codes, params, kgroup, granges, gptr, gl1, g)
-            dense_evict_norms(slot, n, theta_sq, S, ssq, sdiag, coef, beta, n_out,
-                              codes, params, kgroup, granges, gptr, gl1)
+            evict_and_merge(slot, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_acc, avg_base, sigma,
+                            sigma_cum, theta_sq, codes, params, kgroup, granges, gptr, gl1, g)
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1

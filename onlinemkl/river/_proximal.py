@@ -109,7 +109,7 @@ class ProximalMKLClassifier(_ProximalRiver, base.Classifier):
                  regularizer: str = "sq_l21", lam: float = 1e-4, q: float = 1.5, sigma: float = 1.0,
                  l1_ratio: float = 1.0, group_weights: tuple | None = None, schedule: str = "invsqrt",
                  eta0: float = 1.0, gamma: float | str | None = "auto", average: bool = False,
-                 budget: int | None = None, eviction: str = "oldest"):
+                 budget: int | None = None, eviction: str = "least_impact"):
         self.kernels = kernels
         self.explicit_groups = explicit_groups
         self.loss = loss
@@ -141,7 +141,7 @@ class ProximalMKLClassifier(_ProximalRiver, base.Classifier):
     @classmethod
     def _unit_test_params(cls):
         yield {"budget": 150}
-        yield {"budget": 100, "loss": "logistic", "regularizer": "l21", "lam": 0.01, "eviction": "least_impact"}
+        yield {"budget": 100, "loss": "logistic", "regularizer": "l21", "lam": 0.01, "eviction": "oldest"}
         yield {"budget": 100, "explicit_groups": (None,), "average": True}
 
     def learn_one(self, x, y, **kwargs):
@@ -187,7 +187,7 @@ class ProximalMKLRegressor(_ProximalRiver, base.Regressor):
                  epsilon: float = 0.1, regularizer: str = "sq_l21", lam: float = 1e-2, q: float = 1.5,
                  sigma: float = 1.0, l1_ratio: float = 1.0, group_weights: tuple | None = None,
                  schedule: str = "invsqrt", eta0: float = 0.1, gamma: float | str | None = None,
-                 average: bool = True, budget: int | None = None, eviction: str = "oldest"):
+                 average: bool = True, budget: int | None = None, eviction: str = "least_impact"):
         self.kernels = kernels
         self.explicit_groups = explicit_groups
         self.loss = loss
@@ -214,7 +214,7 @@ class ProximalMKLRegressor(_ProximalRiver, base.Regressor):
     def _unit_test_params(cls):
         yield {"budget": 150}
         yield {"budget": 100, "loss": "epsilon_insensitive", "regularizer": "elastic_net", "lam": 0.01,
-               "eviction": "least_impact", "average": True}
+               "eviction": "oldest", "average": True}
 
     def learn_one(self, x, y, **kwargs):
         if isinstance(y, bool) or not isinstance(y, numbers.Real) or not np.isfinite(y):
