@@ -35,7 +35,8 @@ import numpy as np
 
 from .._config import njit
 from .buffer import EVICT_OLDEST
-from .kernels import effective_diag, group_sqnorms, kernel_value, normalise, prepare_query, row_quantities
+from .kernels import (ROW_BLOCK, block_quantities, block_values, effective_diag, group_sqnorms, kernel_value,
+                      normalise, prepare_query, row_quantities)
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 
@@ -80,29 +81,39 @@ SCALE_FOLD_HIGH = 1e6
 @njit
 def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
                         coef, beta, n_out, g):
-    """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass."""
+    """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass.
+
+    The buffer is read in blocks of :data:`ROW_BLOCK` rows, as OBSCURE's fused pass
+    (:func:`onlinemkl._core.kernels.kernel_scores`): the per-group quantities of a block,
+    then every kernel's values from them (vectorised loops), then the accumulation.  The
+    kernel values equal :func:`kernel_value` / :func:`normalise` bit for bit and each
+    ``g[k, c]`` sums over the rows in order, so the result equals the row-at-a-time loop.
+    """
     G = gptr.shape[0] - 1
     F = codes.shape[0]
     for k in range(F):
         for c in range(n_out):
             g[k, c] = 0.0
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
+    dots = np.empty((G, ROW_BLOCK))
+    sqds = np.empty((G, ROW_BLOCK))
+    l1s = np.empty((G, ROW_BLOCK))
+    kv = np.empty((F, ROW_BLOCK))
     v = np.empty(F)
-    for i in range(n):
-        row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
         for k in range(F):
             gi = kgroup[k]
-            val = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
-            if params[k, 3] != 0.0:
-                val = normalise(val, xdiag[k], sdiag[i, k])
-            v[k] = val * coef[i, k]
-        for c in range(n_out):
-            b = beta[i, c]
-            if b != 0.0:
-                for k in range(F):
-                    g[k, c] += v[k] * b
+            block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0)
+        for t in range(m):
+            i = i0 + t
+            for k in range(F):
+                v[k] = kv[k, t] * coef[i, k]
+            for c in range(n_out):
+                b = beta[i, c]
+                if b != 0.0:
+                    for k in range(F):
+                        g[k, c] += v[k] * b
 
 
 @njit
