@@ -184,12 +184,22 @@ def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef
     for t in range(order.shape[0]):
         i = order[t]
         n = istate[I_N]
-        for j in range(F):
-            for s in range(n):
-                krow[j, s] = Kt[j, i, sv_index[s]]
+        # The scores straight from Kt (gather and accumulate fused; the sums of
+        # accumulate_scores in the same order, so the numbers are the same).
+        g[:, :] = 0.0
+        for s in range(n):
+            ts = sv_index[s]
+            cp = ypos[s]
+            cn = yneg[s]
+            c = coef[s, 0]
+            for j in range(F):
+                v = Kt[j, i, ts] * c
+                g[j, cp] += v
+                if cn >= 0:
+                    g[j, cn] -= v
         loss, yhat, updated, slot = obscure_step(X[i], Yi[i], S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params,
                                                  kgroup, granges, gptr, gl1, theta_sq, istate, fstate, hyper, g,
-                                                 scores, krow, 1)
+                                                 scores, krow, 2)
         if updated:
             n_updates += 1
             sv_index[slot] = i
@@ -203,7 +213,8 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
 
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``krow`` is a
     precomputed kernel row (``use_krow = 1``, from the parallel pass on large
-    buffers); otherwise the fused serial pass computes the scores.
+    buffers); ``use_krow = 2``: the caller has already filled ``g`` with the raw
+    per-kernel scores (the ``fit`` pass); otherwise the fused serial pass computes them.
 
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
@@ -221,8 +232,10 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
     xsq = np.empty(G)
     xdiag = np.empty(F)
     prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    if use_krow != 0:
+    if use_krow == 1:
         accumulate_scores(krow, n, coef, ypos, yneg, g)
+    elif use_krow == 2:
+        pass  # the caller has filled g (the fit pass, from precomputed kernel matrices)
     else:
         kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
                       coef, ypos, yneg, g)
