@@ -499,9 +499,8 @@ class WeightedKernelSum:
 
     The stored rows' squared group norms ``ssq`` and raw self-kernel values
     ``sdiag`` are the buffer's own (the numbers the per-example pass uses).
-    Per block and group: one BLAS product, a compiled pass for the
-    exponent-free kernels and the exponents, numpy's vectorised ``exp``, a
-    compiled weighted sum.  Work arrays are allocated once and reused across
+    Per block and group: one BLAS product, then one compiled pass that turns
+    the dot products and distances into every kernel's weighted values.  Work arrays are allocated once and reused across
     blocks (fresh multi-megabyte arrays cost page faults on every block).
     """
 
@@ -516,10 +515,8 @@ class WeightedKernelSum:
             self.groups.append((g, cols, js.astype(np.int64), js[~is_exp].astype(np.int64),
                                 js[is_exp].astype(np.int64), np.ascontiguousarray(ssq[:, g]),
                                 S[:, cols] if isinstance(cols, slice) else np.ascontiguousarray(S[:, cols])))
-        n_exp = max([len(e[4]) for e in self.groups] + [1])
         ns = S.shape[0]
         self.acc = np.empty((block_rows, ns))
-        self.eargs = np.empty((n_exp, block_rows, ns))
         self.xdiag = np.zeros((block_rows, ck.n_kernels))
         self.none = np.zeros((1, 1))  # stands for an absent l1 / sqd matrix
 
@@ -541,13 +538,9 @@ class WeightedKernelSum:
             sqd = _sq_distances(Xg, Sg) if flags & _ck.GROUP_SQDIST else None
             xdiag = self.xdiag[:b]
             _ck.raw_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
-            E = self.eargs[: len(ejs), :b]
             _ck.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
                                   self.none if sqd is None else sqd, sqd is not None, ojs, ejs,
-                                  ck.codes, ck.params, xdiag, self.sdiagT, self.w, acc, E)
-            if len(ejs):
-                _ck.exp_neg_inplace(E)
-                _ck.weighted_sum_exp(E, ejs, self.w, acc)
+                                  ck.codes, ck.params, xdiag, self.sdiagT, self.w, acc)
         return acc
 
 

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from .._config import njit, njit_parallel
 
@@ -48,8 +50,6 @@ _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 _ROUND = 6755399441055744.0  # 1.5 * 2^52: adding and subtracting it rounds to the nearest integer
-#: ``2^k`` for ``k = -1022 .. 0`` (a table, so no bit casts in the loop).
-_POW2 = np.ldexp(1.0, np.arange(-1022, 1))
 #: Below this exponent :func:`exp_neg` returns 0 (``exp(-708) = 3.3e-308``).
 EXP_FLOOR = -708.0
 
@@ -59,6 +59,17 @@ GROUP_SQDIST = 2
 GROUP_DOT = 4
 
 
+@intrinsic
+def _int64_bits_as_float64(typingctx, bits):
+    """Reinterpret an int64's bits as a float64 (an LLVM ``bitcast``: free, and it vectorises)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return sig, codegen
+
+
 @njit
 def exp_neg(x):
     """``exp(x)`` for ``x <= 0``, within 1 ulp, in straight-line arithmetic that LLVM vectorises.
@@ -66,14 +77,16 @@ def exp_neg(x):
     The RBF and Laplacian kernels spend most of a kernel row in ``exp``; libm's
     scalar ``exp`` is a call per element that no loop vectorises (Numba's
     SVML path is off without an SVML-patched LLVM), while this polynomial
-    runs 8 lanes at a time in the blocked loops (~2x faster per element
-    measured on the build machine, no ``fastmath``).  ``x = k ln2 + r`` with
+    runs 8 lanes at a time in the blocked loops (~4x faster per element than
+    libm's exp in the same loop on the build machine, no ``fastmath``).  ``x = k ln2 + r`` with
     ``|r| <= ln2 / 2`` (Cody-Waite, two-part ln 2), ``exp(r)`` by its Taylor
-    polynomial of degree 13 (truncation < 1e-17 relative), times ``2^k`` from
-    a table.  Arguments above 0 are treated as 0 (kernels never pass one);
+    polynomial of degree 13 (truncation < 1e-17 relative), times ``2^k`` built
+    from its exponent bits.  Arguments above 0 are treated as 0 (kernels never pass one);
     below :data:`EXP_FLOOR` the result is 0 instead of a subnormal number
-    (absolute error < 3.3e-308).  Every kernel evaluation in the package
-    (per row, blocked, batch) uses this function, so all paths agree bit for bit.
+    (absolute error < 3.3e-308).  Every compiled kernel evaluation (per row,
+    blocked, parallel, and the precomputed matrices of ``fit``) uses it, so
+    those paths agree bit for bit (the BLAS prediction path,
+    ``WeightedKernelSum``, uses it too; its sums run in another order).
     """
     x0 = x if x < 0.0 else 0.0
     xc = x0 if x0 > EXP_FLOOR else EXP_FLOOR
@@ -93,7 +106,7 @@ def exp_neg(x):
     q = q * r + 0.5
     q = q * r + 1.0
     q = q * r + 1.0
-    v = q * _POW2[np.int64(kf) + 1022]
+    v = q * _int64_bits_as_float64((np.int64(kf) + 1023) << 52)  # 2^k, k in [-1022, 0]
     return v if x0 >= EXP_FLOOR else 0.0
 
 
@@ -565,19 +578,16 @@ def raw_self_kernels(gsq, js, codes, params, out):
 
 
 @njit
-def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes, params, xdiag, zdiag, w, acc,
-                      eargs):
-    """First half of ``acc[a, i] += sum_j w_j K_j(x_a, z_i)`` over one group's kernels.
+def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes, params, xdiag, zdiag, w, acc):
+    """``acc[a, i] += sum_j w_j K_j(x_a, z_i)`` over one group's kernels (the batch path).
 
-    Kernels without an exponential (``ojs``) are added to ``acc`` here, row by
-    row with :func:`block_values` (the per-example formulas, in straight
-    loops); for the RBF and Laplacian kernels (``ejs``) only the exponent is
-    written to ``eargs[k]``: the caller takes the exponential of the whole
-    block at once (:func:`exp_neg_inplace`, a vectorised loop) and finishes
-    with :func:`weighted_sum_exp`.  RBF and Laplacian kernels have a
-    unit raw diagonal, so their normalisation is the identity.  ``zdiag[j, i]``
-    is the TRANSPOSED raw diagonal of the stored rows (contiguous per kernel).
-    ``l1``/``use_l1`` and ``sqd``/``use_sqd`` as in :func:`values_from_products`.
+    Row by row: the squared distances, then every kernel with :func:`block_values`'
+    formulas in straight loops, the RBF and Laplacian ones with :func:`exp_neg`
+    (vectorised) accumulated straight into ``acc`` (no array of exponents goes to
+    memory and back).  RBF and Laplacian kernels have a unit raw diagonal, so
+    their normalisation is the identity.  ``zdiag[j, i]`` is the TRANSPOSED raw
+    diagonal of the stored rows (contiguous per kernel).  ``l1``/``use_l1`` and
+    ``sqd``/``use_sqd`` as in :func:`values_from_products`.
     """
     nq = dots.shape[0]
     ns = dots.shape[1]
@@ -616,32 +626,11 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
         for k in range(ejs.shape[0]):
             j = ejs[k]
             ng = -params[j, 0]
+            wj = w[j]
             if codes[j] == LAPLACIAN:
                 for i in range(ns):
-                    eargs[k, a, i] = ng * l1[a, i]
+                    acc[a, i] += wj * exp_neg(ng * l1[a, i])
             else:
                 for i in range(ns):
-                    eargs[k, a, i] = ng * d2[i]
+                    acc[a, i] += wj * exp_neg(ng * d2[i])
 
-
-@njit
-def exp_neg_inplace(E):
-    """``E[k, a, i] <- exp_neg(E[k, a, i])`` (the batch path's exponentials; rows contiguous)."""
-    for k in range(E.shape[0]):
-        for a in range(E.shape[1]):
-            row = E[k, a]
-            for i in range(row.shape[0]):
-                row[i] = exp_neg(row[i])
-
-
-@njit
-def weighted_sum_exp(evals, ejs, w, acc):
-    """Second half: ``acc += sum_k w[ejs[k]] * evals[k]`` (``evals`` = exp of the exponents)."""
-    nq = acc.shape[0]
-    ns = acc.shape[1]
-    for a in range(nq):
-        for i in range(ns):
-            s = 0.0
-            for k in range(ejs.shape[0]):
-                s += w[ejs[k]] * evals[k, a, i]
-            acc[a, i] += s
