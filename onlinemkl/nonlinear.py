@@ -235,10 +235,7 @@ class CortesEngine:
         state = {"n_features": int(self.n_features), "ybar": float(self.ybar), "step": float(self.step),
                  "n_iter_": int(self.n_iter_)}
         arrays = {name: getattr(self, name).copy() for name in self._ARRAYS}
-        if self.base.ck is not None:
-            state["ck_resolved"] = bool(self.base.ck._resolved)
-            state["ck_frozen"] = [bool(v) for v in self.base.ck.gfrozen]  # groups whose bandwidths are fixed
-            arrays["ck_params"] = self.base.ck.params.copy()
+        self.base.save_ck(state, arrays)
         return state, arrays
 
     def _set_state(self, state, arrays):
@@ -261,17 +258,7 @@ class CortesEngine:
             setattr(self, name, np.ascontiguousarray(arrays[name]))
         self.n_features = nf
         self.ybar, self.step, self.n_iter_ = float(state["ybar"]), float(state["step"]), int(state["n_iter_"])
-        if self.base.ck is not None:
-            self.base.ck._resolved = bool(state.get("ck_resolved", False))
-            if "ck_frozen" in state:  # (older files: only the single flag)
-                frozen = state["ck_frozen"]
-                if (not isinstance(frozen, (list, tuple)) or len(frozen) != self.base.ck.n_groups
-                        or not all(isinstance(v, bool) for v in frozen)):
-                    raise ValueError(f"inconsistent Cortes state: ck_frozen={frozen!r} is not one bool per "
-                                     "kernel group")
-                self.base.ck.gfrozen = np.array(frozen, dtype=bool)
-            if arrays.get("ck_params") is not None and arrays["ck_params"].shape == self.base.ck.params.shape:
-                self.base.ck.params[:] = arrays["ck_params"]
+        self.base.restore_ck(state, arrays, "Cortes")
 
 
 class NonlinearKRRRegressor(RegressorMixin, BaseEstimator):

@@ -147,6 +147,29 @@ class BaseKernels:
         self.ck = None if self.kernels is None else CompiledKernels(self.kernels)
         self.lookup = None
 
+    def save_ck(self, state: dict, arrays: dict) -> None:
+        """Add the compiled kernels' resolved parameters and per-group freeze flags to a saved state."""
+        if self.ck is not None:
+            state["ck_resolved"] = bool(self.ck._resolved)
+            state["ck_frozen"] = [bool(v) for v in self.ck.gfrozen]  # groups whose bandwidths are fixed
+            arrays["ck_params"] = self.ck.params.copy()
+
+    def restore_ck(self, state: dict, arrays: dict, learner: str) -> None:
+        """Restore what :meth:`save_ck` wrote (files without ``ck_frozen``: the single flag only)."""
+        if self.ck is None:
+            return
+        self.ck._resolved = bool(state.get("ck_resolved", False))
+        if "ck_frozen" in state:
+            frozen = state["ck_frozen"]
+            if (not isinstance(frozen, (list, tuple)) or len(frozen) != self.ck.n_groups
+                    or not all(isinstance(v, bool) for v in frozen)):
+                raise ValueError(f"inconsistent {learner} state: ck_frozen={frozen!r} is not one bool per "
+                                 "kernel group")
+            self.ck.gfrozen = np.array(frozen, dtype=bool)
+        params = arrays.get("ck_params")
+        if params is not None and params.shape == self.ck.params.shape:
+            self.ck.params[:] = params
+
     @property
     def mode(self) -> int:
         return _cp.MODE_FACTOR if self.kernels is None else _cp.MODE_DENSE
@@ -454,12 +477,8 @@ class PolyMKLEngine:
     def _get_state(self):
         state = {"batches": int(self.batches), "n_features": int(self.n_features), "ybar": float(self.ybar),
                  "seed": int(self.seed), "cg_iters": int(self.cg_iters)}
-        if self.base.ck is not None:
-            state["ck_resolved"] = bool(self.base.ck._resolved)
-            state["ck_frozen"] = [bool(v) for v in self.base.ck.gfrozen]  # groups whose bandwidths are fixed
-            arrays = {"ck_params": self.base.ck.params.copy()}
-        else:
-            arrays = {}
+        arrays = {}
+        self.base.save_ck(state, arrays)
         arrays.update({name: getattr(self, name).copy() for name in self._ARRAYS})
         return state, arrays
 
@@ -498,17 +517,7 @@ class PolyMKLEngine:
         self.ybar = float(state["ybar"])
         self.seed = int(state["seed"])
         self.cg_iters = int(state.get("cg_iters", 0))
-        if self.base.ck is not None:
-            self.base.ck._resolved = bool(state.get("ck_resolved", False))
-            if "ck_frozen" in state:  # (older files: only the single flag)
-                frozen = state["ck_frozen"]
-                if (not isinstance(frozen, (list, tuple)) or len(frozen) != self.base.ck.n_groups
-                        or not all(isinstance(v, bool) for v in frozen)):
-                    raise ValueError(f"inconsistent PolyMKL state: ck_frozen={frozen!r} is not one bool per "
-                                     "kernel group")
-                self.base.ck.gfrozen = np.array(frozen, dtype=bool)
-            if "ck_params" in arrays and arrays["ck_params"].shape == self.base.ck.params.shape:
-                self.base.ck.params[:] = arrays["ck_params"]
+        self.base.restore_ck(state, arrays, "PolyMKL")
         self.rebuild_index()
         need(len(self.index) == m, "a multi-index is stored twice")
 

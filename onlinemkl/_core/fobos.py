@@ -167,19 +167,10 @@ def add_row_to_scores(sign, i, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
     """``g[k, c] += sign * coef[i, k] * K_k(x, S_i) * beta[i, c]``: stored row ``i``'s part of
     the raw scores of ``x`` (to correct scores after an insertion or an eviction)."""
     F = codes.shape[0]
-    G = gptr.shape[0] - 1
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
-    row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    delta = np.empty(F)
     for k in range(F):
-        gi = kgroup[k]
-        kx = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
-        if params[k, 3] != 0.0:
-            kx = normalise(kx, xdiag[k], sdiag[i, k])
-        v = sign * coef[i, k] * kx
-        for c in range(n_out):
-            g[k, c] += v * beta[i, c]
+        delta[k] = sign * coef[i, k]
+    add_row_delta(i, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g)
 
 
 @njit

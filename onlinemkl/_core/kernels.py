@@ -317,8 +317,8 @@ def sqdist_block(x, S, i0, m, granges, r0, r1, sqds):
 def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s):
     """:func:`row_quantities` for the ``m`` buffer rows ``i0 .. i0+m-1`` at once.
 
-    ``dots[g, t]``, ``sqds[g, t]``, ``l1s[g, t]`` for row ``i0 + t``.  Eight (then
-    four) rows are read together (independent sums: instruction-level parallelism,
+    ``dots[g, t]``, ``sqds[g, t]``, ``l1s[g, t]`` for row ``i0 + t``.  Eight rows
+    are read together (independent sums: instruction-level parallelism,
     where a single dot product is bound by the latency of its additions); each
     row's sum runs over the columns in the same order as :func:`row_quantities`,
     so the numbers are identical to it, bit for bit.
@@ -366,24 +366,6 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
                 dots[g, t + 6] = a6
                 dots[g, t + 7] = a7
                 t += 8
-            while t + 4 <= m:
-                i = i0 + t
-                a0 = 0.0
-                a1 = 0.0
-                a2 = 0.0
-                a3 = 0.0
-                for r in range(r0, r1):
-                    for c in range(granges[r, 0], granges[r, 1]):
-                        xc = x[c]
-                        a0 += xc * S[i, c]
-                        a1 += xc * S[i + 1, c]
-                        a2 += xc * S[i + 2, c]
-                        a3 += xc * S[i + 3, c]
-                dots[g, t] = a0
-                dots[g, t + 1] = a1
-                dots[g, t + 2] = a2
-                dots[g, t + 3] = a3
-                t += 4
             while t < m:
                 i = i0 + t
                 a0 = 0.0
