@@ -213,7 +213,7 @@ def effective_diag(raw, normalized):
 
 #: Rows per block of the blocked passes: the per-group quantities of a block
 #: (G x ROW_BLOCK floats) stay in L1 while every kernel of the group reads them.
-ROW_BLOCK = 64
+ROW_BLOCK = 256
 
 
 @njit
