@@ -1,13 +1,24 @@
-"""onlinemkl: online multiple kernel learning."""
+"""onlinemkl: online multiple kernel learning.
+
+The learners are imported on first use (PEP 562): ``from onlinemkl import OBSCUREClassifier``
+loads the OBSCURE estimator and what it needs, not every learner, so a process pays
+only for what it uses at start-up (DESIGN.md, cold start).
+"""
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .nonlinear import NonlinearKRRRegressor  # noqa: E402
-from .obscure import OBSCUREClassifier  # noqa: E402
-from .persist import load  # noqa: E402
-from .polymkl import PolyMKLRegressor  # noqa: E402
-from .proximal import ProximalMKLClassifier, ProximalMKLRegressor  # noqa: E402
-from .sequence import SequenceMKLLabeler  # noqa: E402
+#: public name -> module that defines it
+_LAZY = {
+    "OBSCUREClassifier": ".obscure",
+    "ProximalMKLClassifier": ".proximal",
+    "ProximalMKLRegressor": ".proximal",
+    "SequenceMKLLabeler": ".sequence",
+    "PolyMKLRegressor": ".polymkl",
+    "NonlinearKRRRegressor": ".nonlinear",
+    "load": ".persist",
+}
 
 __all__ = [
     "OBSCUREClassifier",
@@ -19,3 +30,16 @@ __all__ = [
     "load",
     "__version__",
 ]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onlinemkl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -506,7 +506,9 @@ class WeightedKernelSum:
 
     def __init__(self, S, ssq, sdiag, ck: CompiledKernels, w, block_rows: int):
         self.S, self.ck, self.w = S, ck, np.ascontiguousarray(w, dtype=np.float64)
-        self.sdiagT = np.ascontiguousarray(np.asarray(sdiag).T)  # (F, ns): contiguous per kernel
+        # 1/sqrt of the stored rows' raw diagonals, (F, ns): contiguous per kernel
+        self.zinv = np.empty((ck.n_kernels, S.shape[0]))
+        _ck.inv_sqrt_diag(np.ascontiguousarray(np.asarray(sdiag).T), self.zinv)
         self.groups = []
         for g in range(ck.n_groups):
             js = np.nonzero(ck.kgroup == g)[0]
@@ -540,7 +542,7 @@ class WeightedKernelSum:
             _ck.raw_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
             _ck.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
                                   self.none if sqd is None else sqd, sqd is not None, ojs, ejs,
-                                  ck.codes, ck.params, xdiag, self.sdiagT, self.w, acc)
+                                  ck.codes, ck.params, xdiag, self.zinv, self.w, acc)
         return acc
 
 

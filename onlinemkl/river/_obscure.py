@@ -7,7 +7,7 @@ import math
 import numpy as np
 from river import base
 
-from .. import obscure as _ob
+from .. import _obscure_engine as _ob
 from .._core import obscure as _co
 from .._validation import check_choice, check_feature_value, check_number
 from ..kernels import check_kernels

@@ -1,0 +1,410 @@
+"""The OBSCURE engine: state and per-example steps, free of scikit-learn.
+
+:class:`ObscureEngine` owns the state (plain numpy arrays) and makes exactly one
+compiled call per example; the two faces over it are the scikit-learn estimator
+(:class:`onlinemkl.OBSCUREClassifier`) and the river classifier
+(:class:`onlinemkl.river.OBSCUREClassifier`).  This module imports neither
+scikit-learn nor river, so a river pipeline starts without paying scikit-learn's
+import (~1 s of a cold start).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _config
+from ._buffer import SupportBuffer
+from ._core import buffer as _cb
+from ._core import kernels as _ck
+from ._core import obscure as _co
+from ._validation import check_number
+from .kernels import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
+
+__all__ = ["ObscureEngine", "default_p", "default_eta", "EVICTION", "hinge_losses", "encode_labels",
+           "AUTO_SWITCH_CLEAN_RUN", "check_switch_after", "stream_step"]
+
+EVICTION = {"oldest": _cb.EVICT_OLDEST, "least_impact": _cb.EVICT_LEAST_IMPACT}
+
+
+def default_p(n_kernels: int) -> float:
+    """The authors' default: ``q = 2 ln F`` (at least 2), ``p = q / (q - 1)``.
+
+    >>> round(default_p(5), 3)
+    1.451
+    >>> default_p(2)
+    2.0
+    """
+    q = max(2.0, 2.0 * math.log(n_kernels))
+    return q / (q - 1.0)
+
+
+def default_eta(n_kernels: int, q: float) -> float:
+    """The authors' stage-1 step ``eta = F^(-2/q)``."""
+    return float(n_kernels) ** (-2.0 / q)
+
+
+class ObscureEngine:
+    """The state and the per-example steps of OBSCURE (internal; use the estimators).
+
+    State is plain numpy: the support buffer, the raw squared norms
+    ``theta_sq``, and the small ``hyper``/``istate``/``fstate`` arrays that the
+    compiled step reads and updates in place (indices in
+    :mod:`onlinemkl._core.obscure`).
+    """
+
+    def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0):
+        self.ck = CompiledKernels(kernels)
+        F = self.ck.n_kernels
+        self.p = float(p)
+        self.q = self.p / (self.p - 1.0) if self.p > 1.0 else math.inf
+        self.hyper = np.zeros(_co.N_HYPER)
+        self.hyper[_co.H_Q] = self.q
+        self.hyper[_co.H_ETA] = default_eta(F, self.q) if eta is None else eta
+        # lam = None: set to 1 / (C N) when stage 2 starts, N = examples seen by then.
+        self.hyper[_co.H_LAM] = 0.0 if lam is None else lam
+        self.C = float(C)
+        self.hyper[_co.H_R] = math.inf if R is None else R
+        self.hyper[_co.H_STAGE] = 1.0
+        self.hyper[_co.H_PEGASOS] = 1.0 if pegasos else 0.0
+        self.hyper[_co.H_BUDGET] = 0 if budget is None else budget
+        self.hyper[_co.H_POLICY] = EVICTION[eviction]
+        self.hyper[_co.H_BINARY] = 1.0 if binary else 0.0
+        self.hyper[_co.H_NCLASS] = 1 if binary else 0
+        self.istate = np.zeros(_co.N_ISTATE, dtype=np.int64)
+        self.fstate = np.zeros(_co.N_FSTATE)
+        self.fstate[_co.F_SCALE] = 1.0
+        self.theta_sq = np.zeros(F)
+        self.buf = SupportBuffer(F, self.ck.n_groups, 1, budget=budget)
+        self.n_features = 0
+        self.g = np.zeros((F, 2))
+        self.scores = np.zeros(2)
+        self.krow = np.zeros((F, 0))
+
+    # -- shape management (Python side, rare) -------------------------------------------
+
+    @property
+    def binary(self) -> bool:
+        return self.hyper[_co.H_BINARY] != 0.0
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.binary else int(self.hyper[_co.H_NCLASS])
+
+    @property
+    def n_support(self) -> int:
+        return int(self.istate[_co.I_N])
+
+    @property
+    def stage(self) -> int:
+        return int(self.hyper[_co.H_STAGE])
+
+    def set_features(self, n_features: int, lookup=None) -> None:
+        """Declare ``n_features`` columns (grows, never shrinks); recompute the groups."""
+        if n_features < self.n_features:
+            raise ValueError("the number of features cannot shrink")
+        self.n_features = n_features
+        self.buf.ensure_columns(n_features)
+        self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+
+    def set_n_classes(self, n_classes: int) -> None:
+        if self.binary:
+            return
+        self.hyper[_co.H_NCLASS] = n_classes
+        if self.g.shape[1] < n_classes:
+            cap = max(n_classes, 2 * self.g.shape[1])
+            self.g = np.zeros((self.ck.n_kernels, cap))
+            self.scores = np.zeros(cap)
+
+    def _core_args(self):
+        b = self.buf
+        return (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef) + self.ck.arrays()
+
+    # -- per example ------------------------------------------------------------------
+
+    def learn(self, x: np.ndarray, y: int):
+        """One step; ``x`` float64 contiguous of length ``n_features``; ``y`` output index or +-1."""
+        n = self.n_support
+        self.buf.ensure_rows(n + 1)
+        b = self.buf
+        use_krow = 0
+        if n >= _config.PARALLEL_MIN_ROWS:
+            if self.krow.shape[1] < b.capacity:
+                self.krow = np.zeros((self.ck.n_kernels, b.capacity))
+            xsq = np.empty(self.ck.n_groups)
+            xdiag = np.empty(self.ck.n_kernels)
+            codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
+            _ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+            _ck.kernel_row_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup,
+                                    granges, gptr, gl1, self.krow)
+            use_krow = 1
+        return _co.obscure_learn(
+            x, y, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
+            self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, self.krow, use_krow,
+        )
+
+    def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
+        """A function running steps on training indices with precomputed kernel matrices.
+
+        The matrices ``K_j(X, X)`` come from one BLAS product per feature group
+        (the authors' toolbox precomputes them too); each step then gathers its
+        kernel row instead of recomputing it.  Same results as per-example steps.
+        """
+        Kt = block_kernels(X, X, self.ck)
+        sv_index = np.zeros(0, dtype=np.int64)
+        state = {"sv": sv_index}
+
+        def run(order):
+            order = np.ascontiguousarray(order, dtype=np.int64)
+            need = self.n_support + order.shape[0]
+            self.buf.ensure_rows(need)
+            b = self.buf
+            if state["sv"].shape[0] < b.capacity:
+                sv = np.zeros(b.capacity, dtype=np.int64)
+                sv[: state["sv"].shape[0]] = state["sv"]
+                state["sv"] = sv
+            if self.krow.shape[1] < b.capacity:
+                self.krow = np.zeros((self.ck.n_kernels, b.capacity))
+            return _co.obscure_fit_pass(order, X, yi, Kt, state["sv"], b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef,
+                                        b.tstamp, *self.ck.arrays(), self.theta_sq, self.istate, self.fstate,
+                                        self.hyper, self.g, self.scores, self.krow)
+
+        def train_scores():
+            """Scores of every training example from ``Kt`` (no kernel recomputation):
+            the stored rows' coefficients are summed per training index, then one
+            matrix product per kernel."""
+            n = self.n_support
+            a = np.empty(self.ck.n_kernels)
+            _co.mirror_weights(self.theta_sq, self.q, a)
+            Mi = np.zeros((X.shape[0], self.n_outputs))
+            np.add.at(Mi, state["sv"][:n], self.coefficient_matrix() * self.fstate[_co.F_SCALE])
+            out = np.zeros((X.shape[0], self.n_outputs))
+            for j in range(self.ck.n_kernels):
+                out += a[j] * (Kt[j] @ Mi)
+            return out
+
+        run.train_scores = train_scores
+        return run
+
+    def scores_one(self, x: np.ndarray) -> np.ndarray:
+        _co.obscure_scores(x, *self._core_args(), self.theta_sq, self.istate, self.fstate, self.hyper,
+                           self.g, self.scores)
+        return self.scores[: self.n_outputs].copy()
+
+    # -- batch --------------------------------------------------------------------------
+
+    def kernel_weights(self) -> np.ndarray:
+        """Normalised ``||w^j||`` (sums to 1; uniform before any update)."""
+        a = np.empty(self.ck.n_kernels)
+        _co.mirror_weights(self.theta_sq, self.q, a)
+        w = a * np.sqrt(np.maximum(self.theta_sq, 0.0))
+        s = w.sum()
+        return w / s if s > 0 else np.full_like(w, 1.0 / w.size)
+
+    def coefficient_matrix(self) -> np.ndarray:
+        """Per stored example, its coefficient on each output: ``(n_support, n_outputs)``."""
+        n = self.n_support
+        b = self.buf
+        M = np.zeros((n, self.n_outputs))
+        rows = np.arange(n)
+        M[rows, b.ypos[:n]] += b.coef[:n, 0]
+        neg = b.yneg[:n] >= 0
+        M[rows[neg], b.yneg[:n][neg]] -= b.coef[:n, 0][neg]
+        return M
+
+    def scores_many(self, X: np.ndarray, block: int = 2048) -> np.ndarray:
+        """Scores of many examples with BLAS products (``predict_many`` path)."""
+        n = self.n_support
+        out = np.zeros((X.shape[0], self.n_outputs))
+        if n == 0 or X.shape[0] == 0:
+            return out
+        a = np.empty(self.ck.n_kernels)
+        _co.mirror_weights(self.theta_sq, self.q, a)
+        M = self.coefficient_matrix() * self.fstate[_co.F_SCALE]
+        b = self.buf
+        S = b.S[:n, : self.n_features]
+        # Blocks small enough for the work arrays to stay in cache (``block`` caps them).
+        rows = min(block, WeightedKernelSum.rows_per_block(n, self.ck.n_kernels))
+        kw = WeightedKernelSum(S, b.ssq[:n], b.sdiag[:n], self.ck, a, min(rows, X.shape[0]))
+        for start in range(0, X.shape[0], rows):
+            out[start:start + rows] = kw(X[start:start + rows]) @ M  # (sum_j a_j K_j) M
+        return out
+
+    def w_norm_p(self) -> float:
+        """``||w||_{2,p} = (1/q) ||theta||_{2,q}``."""
+        return self.fstate[_co.F_SCALE] * _co.group_qnorm(self.theta_sq, self.q) / self.q
+
+    def switch_to_stage2(self, R: float | None = None) -> None:
+        """Start stage 2 with radius ``R`` (default: from the stage-1 solution and its mean online loss)."""
+        if self.hyper[_co.H_LAM] == 0.0:
+            self.hyper[_co.H_LAM] = 1.0 / (self.C * max(int(self.istate[_co.I_CLOCK]), 1))
+        if R is None:
+            R = self.radius_from_loss(self.fstate[_co.F_LOSS_SUM] / max(self.fstate[_co.F_LOSS_N], 1.0))
+        if not R > 0:
+            # Nothing learnt yet (e.g. a one-class prefix): R = 0 would freeze stage 2 (s_t = inf,
+            # eta_t = 0).  sqrt(2 / lambda) always bounds ||w*|| since f(w*) <= f(0) = 1.
+            R = math.sqrt(2.0 / self.hyper[_co.H_LAM])
+        self.hyper[_co.H_R] = R
+        self.hyper[_co.H_STAGE] = 2.0
+        self.istate[_co.I_T] = 0
+        self.fstate[_co.F_S] = 0.0
+
+    def radius_from_loss(self, mean_loss: float) -> float:
+        """``R^2 = ||w||_{2,p}^2 + 2 mean_loss / lambda``, capped at ``2 / lambda`` (Alg. 1 output)."""
+        lam = self.hyper[_co.H_LAM]
+        r2 = self.w_norm_p() ** 2 + 2.0 * mean_loss / lam
+        return math.sqrt(min(r2, 2.0 / lam))
+
+    def recompute_theta_sq(self) -> np.ndarray:
+        """``||raw theta^j||^2`` recomputed from the buffer (O(n^2); for tests)."""
+        b = self.buf
+        return _co.theta_sq_from_buffer(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, self.n_support,
+                                        *self.ck.arrays(), max(self.n_outputs, 1))
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+
+    @staticmethod
+    def _state_array_names():
+        """The arrays a saved engine holds (dotted paths); ``krow`` is scratch and is not saved."""
+        return ("hyper", "istate", "fstate", "theta_sq", "g", "scores",
+                "buf.S", "buf.ssq", "buf.sdiag", "buf.ypos", "buf.yneg", "buf.coef", "buf.tstamp",
+                "ck.codes", "ck.params", "ck.kgroup", "ck.granges", "ck.gptr", "ck.gl1")
+
+    def _get_state(self):
+        """``(state, arrays)``: every array of the state, and the scalars beside them."""
+        from .persist import collect_arrays
+
+        state = {"n_features": int(self.n_features), "p": self.p, "C": self.C,
+                 "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape)}
+        return state, collect_arrays(self, self._state_array_names())
+
+    def _set_state(self, state, arrays):
+        """Restore a saved state onto an engine built with the same parameters.
+
+        Every shape and index is checked against the others, so that the
+        compiled code never reads or writes out of bounds: a ``ValueError``
+        says which rule a (corrupted or crafted) state breaks.
+        """
+        from .persist import restore_arrays
+
+        if float(state["p"]) != self.p:
+            raise ValueError(f"the saved p={state['p']!r} differs from the parameters' p={self.p!r}")
+        restore_arrays(self, arrays, self._state_array_names())
+        self.n_features = int(state["n_features"])
+        self.C = float(state["C"])
+        self.ck._resolved = bool(state["kernels_resolved"])
+        krow_shape = tuple(int(v) for v in state["krow_shape"])
+        if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or krow_shape[1] < 0:
+            raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels")
+        self.krow = np.zeros(krow_shape)
+        self._check_state()
+
+    def _check_state(self):
+        """Raise ``ValueError`` unless the arrays are consistent with each other and with the kernels."""
+        F, G = self.ck.n_kernels, self.ck.n_groups
+        b, ck, h = self.buf, self.ck, self.hyper
+
+        def need(ok, rule):
+            if not ok:
+                raise ValueError(f"inconsistent OBSCURE state: {rule}")
+
+        for name, arr, shape in (("hyper", h, (_co.N_HYPER,)), ("istate", self.istate, (_co.N_ISTATE,)),
+                                 ("fstate", self.fstate, (_co.N_FSTATE,)), ("theta_sq", self.theta_sq, (F,)),
+                                 ("ck.codes", ck.codes, (F,)), ("ck.params", ck.params, (F, 4)),
+                                 ("ck.kgroup", ck.kgroup, (F,)), ("ck.gl1", ck.gl1, (G,)),
+                                 ("ck.gptr", ck.gptr, (G + 1,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        fresh = CompiledKernels(ck.kernels)
+        need(np.array_equal(ck.codes, fresh.codes) and np.array_equal(ck.kgroup, fresh.kgroup)
+             and np.array_equal(ck.gl1, fresh.gl1) and np.array_equal(ck.params[:, 3], fresh.params[:, 3]),
+             "the kernel codes and groups do not match the kernels parameter")
+        need(h[_co.H_Q] == self.q, f"q={h[_co.H_Q]!r} does not match p={self.p!r}")
+        need(h[_co.H_STAGE] in (1.0, 2.0), f"stage {h[_co.H_STAGE]!r} is not 1 or 2")
+        need(h[_co.H_BINARY] in (0.0, 1.0), "the binary flag is not 0 or 1")
+        need(h[_co.H_POLICY] in tuple(EVICTION.values()), f"unknown eviction code {h[_co.H_POLICY]!r}")
+        budget = 0 if b.budget is None else b.budget
+        need(h[_co.H_BUDGET] == budget, f"budget {h[_co.H_BUDGET]!r} differs from the parameter {b.budget!r}")
+        cap, dcap = b.S.shape
+        for name, arr, shape in (("buf.ssq", b.ssq, (cap, G)), ("buf.sdiag", b.sdiag, (cap, F)),
+                                 ("buf.ypos", b.ypos, (cap,)), ("buf.yneg", b.yneg, (cap,)),
+                                 ("buf.coef", b.coef, (cap, 1)), ("buf.tstamp", b.tstamp, (cap,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        need(cap >= 1 and (budget == 0 or cap <= budget), f"buffer capacity {cap} exceeds the budget {budget}")
+        n = self.n_support
+        need(0 <= n <= cap, f"{n} stored examples in a buffer of {cap} rows")
+        need(0 <= self.n_features <= dcap, f"{self.n_features} features in a buffer of {dcap} columns")
+        C = self.scores.shape[0]
+        need(C >= 1 and self.g.shape == (F, C), f"g {self.g.shape} and scores {self.scores.shape} disagree")
+        n_class = h[_co.H_NCLASS]
+        need(n_class == int(n_class) and 0 <= n_class <= C, f"{n_class!r} classes for {C} score slots")
+        n_out = max(self.n_outputs, 1)
+        need(bool(np.all((b.ypos[:n] >= 0) & (b.ypos[:n] < n_out))), "a stored example's class is out of range")
+        need(bool(np.all((b.yneg[:n] >= -1) & (b.yneg[:n] < n_out))), "a stored example's rival is out of range")
+        r = ck.granges
+        need(r.ndim == 2 and r.shape[1] == 2, f"ck.granges has shape {r.shape}")
+        need(bool(np.all((r[:, 0] >= 0) & (r[:, 0] <= r[:, 1]) & (r[:, 1] <= self.n_features))),
+             "a feature group's columns are out of range")
+        p = ck.gptr
+        need(p[0] == 0 and p[-1] == r.shape[0] and bool(np.all(np.diff(p) >= 0)), "ck.gptr is not a valid index")
+
+
+def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndarray:
+    """Hinge (binary, ``y`` in +-1) or Crammer-Singer hinge losses of score rows."""
+    if binary:
+        return np.maximum(0.0, 1.0 - y_idx * scores[:, 0])
+    n = scores.shape[0]
+    s = scores.copy()
+    sy = s[np.arange(n), y_idx]
+    s[np.arange(n), y_idx] = -np.inf
+    return np.maximum(0.0, 1.0 - (sy - s.max(axis=1)))
+
+
+def encode_labels(y, classes, binary):
+    """Labels -> output indices (multiclass) or +-1 (binary); unknown labels are an error."""
+    idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+    unknown = classes[idx] != y
+    if np.any(unknown):
+        bad = y[np.argmax(unknown)]
+        raise ValueError(
+            f"y contains the label {bad!r}, which is not among the declared classes {classes.tolist()}; "
+            "declare every label with partial_fit(X, y, classes=...) on the first call"
+        )
+    if binary:
+        return np.where(idx == 1, 1, -1).astype(np.int64)
+    return idx.astype(np.int64)
+
+
+#: ``switch_after='auto'``: stage 2 starts after this many consecutive examples without a margin error.
+AUTO_SWITCH_CLEAN_RUN = 500
+
+
+def check_switch_after(value):
+    if value is None or value == "auto":
+        return value
+    return check_number("switch_after", value, low=1, integer=True,
+                        hint=" (or 'auto', or None for stage 1 only)")
+
+
+def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
+    """One streaming step with the stage switch.
+
+    ``switch_after``: an int N switches to stage 2 after N examples; 'auto'
+    switches once stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN``
+    consecutive examples without a margin error (the streaming form of the
+    authors' rule "stop stage 1 after an epoch without margin errors"); None
+    never switches.  ``R`` comes from the stage-1 solution and the mean
+    online hinge loss of stage 1 (the running estimate of the training loss).
+    """
+    out = engine.learn(x, yi)
+    if engine.stage != 1 or switch_after is None:
+        return out
+    if switch_after == "auto":
+        # A clean run only counts once stage 1 has learnt something: a one-class prefix has no
+        # margin errors either, and switching then would start stage 2 from nothing.
+        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN and engine.istate[_co.I_UPDATES] > 0
+    else:
+        switch = engine.istate[_co.I_CLOCK] >= switch_after
+    if switch:
+        engine.switch_to_stage2()
+    return out
