@@ -100,6 +100,11 @@ def floor_table(ns, ds, repeat):
             b = eng.buf
             x = np.random.default_rng(1).normal(size=d)
             floor = memory_floor(b.S[:n, :d], repeat=repeat)
+            # Every array the learn pass streams: the rows and their group norms, raw self-kernels,
+            # coefficients and classes (as many bytes, read once).
+            nbytes = sum(a[:n].nbytes if a.ndim == 1 else a[:n, :(d if a is b.S else a.shape[1])].nbytes
+                         for a in (b.S, b.ssq, b.sdiag, b.coef, b.ypos, b.yneg))
+            floor_buf = memory_floor(np.ones(nbytes // 8), repeat=repeat)
             codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
             xsq = np.empty(eng.ck.n_groups)
             xdiag = np.empty(eng.ck.n_kernels)
@@ -135,6 +140,7 @@ def floor_table(ns, ds, repeat):
                 "row_us": t_row * 1e6, "row/floor": t_row / floor,
                 "scores/floor": t_scores / floor,
                 "learn_us": t_learn * 1e6, "learn/floor": t_learn / floor,
+                "buffer_floor_us": floor_buf * 1e6, "learn/buffer_floor": t_learn / floor_buf,
                 "learn_evict/floor": t_evict / floor,
                 "partial_fit/floor": t_pf / floor,
             })
@@ -324,6 +330,8 @@ def main(argv=None):
         "obscure_floor" + suffix, floor_rows,
         title="OBSCURE per-example time / memory floor (5 kernels on one group, every call updates)",
         notes=("floor = memory_floor(S[:n, :d]): one streaming read of the stored rows. "
+               "buffer_floor: one streaming read of as many bytes as every array the pass reads "
+               "(rows, group norms, raw self-kernels, coefficients, classes). "
                "row: kernel_row (serial); scores: obscure_scores; learn: ObscureEngine.learn with an append; "
                "learn_evict: learn at a full budget (update + eviction); partial_fit: one row through the "
                "sklearn API. Serial path forced (PARALLEL_MIN_ROWS = inf)."),

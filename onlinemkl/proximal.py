@@ -248,7 +248,7 @@ class ProximalEngine:
         # M[k] = coef[:, k] * beta: group k's (n, C) output weights, so a block's scores are sum_k K_k M[k]
         M = np.ascontiguousarray(c.T[:, :, None] * self.beta[None, :n, :n_out])
         S = self.buf.S[:n, : self.n_features]
-        rows = max(1, min(int(block), WeightedKernelSum.rows_per_block(n, F)))
+        rows = max(1, min(int(block), WeightedKernelSum.rows_per_block(n, F, 1 << 23)))
         for start in range(0, X.shape[0], rows):
             K = block_kernels(X[start:start + rows], S, self.ck)  # (F, rows, n)
             acc = out[start:start + rows]

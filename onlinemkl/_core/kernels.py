@@ -638,7 +638,7 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
     Row by row: the squared distances, then every kernel with :func:`block_values`'
     formulas in straight loops, the RBF and Laplacian ones with :func:`exp_neg`
     (vectorised) accumulated straight into ``acc`` (no array of exponents goes to
-    memory and back).  RBF and Laplacian kernels have a unit raw diagonal, so
+    memory and back; up to three RBF kernels share one pass over the distances).  RBF and Laplacian kernels have a unit raw diagonal, so
     their normalisation is the identity.  A normalised kernel's value is
     ``K_j(x, z) * (1/sqrt(K_j(x, x))) * zinv[j, i]`` with ``zinv[j, i] = 1/sqrt(K_j(z_i, z_i))``
     computed once per batch (:func:`inv_sqrt_diag`; 0 where the diagonal is 0, as
@@ -654,6 +654,11 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
     zero2 = np.zeros((1, 1))
     params_raw = params.copy()
     params_raw[:, 3] = 0.0
+    is_lap = np.zeros(ejs.shape[0], dtype=np.bool_)
+    for k in range(ejs.shape[0]):
+        is_lap[k] = codes[ejs[k]] == LAPLACIAN
+    rbf = ejs[~is_lap]
+    lap = ejs[is_lap]
     for a in range(nq):
         xa = xsq[a]
         if use_sqd:
@@ -678,13 +683,34 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
             else:
                 for i in range(ns):
                     acc[a, i] += wj * tmp[i]
-        for k in range(ejs.shape[0]):
-            j = ejs[k]
+        # RBF kernels three (then two, then one) at a time: one pass over d2 and acc for all three
+        k = 0
+        ne = rbf.shape[0]
+        while k + 3 <= ne:
+            j0, j1, j2 = rbf[k], rbf[k + 1], rbf[k + 2]
+            g0, g1, g2 = -params[j0, 0], -params[j1, 0], -params[j2, 0]
+            w0, w1, w2 = w[j0], w[j1], w[j2]
+            for i in range(ns):
+                v = d2[i]
+                acc[a, i] += (w0 * exp_neg(g0 * v) + w1 * exp_neg(g1 * v)) + w2 * exp_neg(g2 * v)
+            k += 3
+        if k + 2 <= ne:
+            j0, j1 = rbf[k], rbf[k + 1]
+            g0, g1 = -params[j0, 0], -params[j1, 0]
+            w0, w1 = w[j0], w[j1]
+            for i in range(ns):
+                v = d2[i]
+                acc[a, i] += w0 * exp_neg(g0 * v) + w1 * exp_neg(g1 * v)
+            k += 2
+        if k < ne:
+            j0 = rbf[k]
+            g0 = -params[j0, 0]
+            w0 = w[j0]
+            for i in range(ns):
+                acc[a, i] += w0 * exp_neg(g0 * d2[i])
+        for k in range(lap.shape[0]):
+            j = lap[k]
             ng = -params[j, 0]
             wj = w[j]
-            if codes[j] == LAPLACIAN:
-                for i in range(ns):
-                    acc[a, i] += wj * exp_neg(ng * l1[a, i])
-            else:
-                for i in range(ns):
-                    acc[a, i] += wj * exp_neg(ng * d2[i])
+            for i in range(ns):
+                acc[a, i] += wj * exp_neg(ng * l1[a, i])
