@@ -465,3 +465,24 @@ def test_fma_is_fused():
 @numba.njit(cache=False)
 def _fma_njit(a, b, c):
     return ck.fma(a, b, c)
+
+
+# -- the shared dot product -----------------------------------------------------------------------
+
+
+def test_lane_dot_vector_path_equals_its_scalar_reference_bit_for_bit():
+    rng = np.random.default_rng(3)
+    S = rng.normal(size=(5, 70)) * np.exp(rng.normal(size=70) * 3)  # mixed magnitudes: order matters
+    x = rng.normal(size=70)
+    for c0, c1 in [(0, 0), (0, 1), (0, 7), (0, 8), (3, 20), (0, 16), (5, 70), (1, 64), (0, 70)]:
+        for i in range(S.shape[0]):
+            ref = ck._dot_lanes_ref(x, S, i, c0, c1)
+            assert ck.row_dot(x, S, i, c0, c1) == ref  # the <8 x double> path
+            assert ck.lane_dot(x, S[i].copy(), c0, c1) == ref
+            assert ck.lane_dot(x[::-1].copy()[::-1], S[i], c0, c1) == ref  # strided: the scalar reference
+            terms = x[c0:c1] * S[i, c0:c1]
+            assert abs(ref - terms.sum()) <= 1e-14 * max(np.abs(terms).sum(), 1e-300)
+        # x . x equals the squared group norm (a row's squared distance to itself is exactly 0)
+        xsq = np.empty(1)
+        ck.group_sqnorms(x, np.array([[c0, c1]], dtype=np.int64), np.array([0, 1], dtype=np.int64), xsq)
+        assert xsq[0] == ck.lane_dot(x, x, c0, c1)

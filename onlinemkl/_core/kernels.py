@@ -129,6 +129,144 @@ def exp_neg(x):
     return v if x0 >= EXP_FLOOR else 0.0
 
 
+#: Lanes of the dot products' fixed summation order (see :func:`lane_dot`).
+DOT_LANES = 8
+
+
+@intrinsic
+def _dot8(typingctx, a, a_off, a_step, b, b_off, b_step, n):
+    """``sum_k a_k b_k`` over ``n`` float64, ``a_k`` at byte ``a_off + k a_step`` of ``a``'s data (``b``
+    likewise), in the order of :func:`_dot_lanes_ref`, as explicit ``<8 x double>`` LLVM vectors.
+
+    Element ``k < n - n % 8`` goes to lane ``k % 8`` by a fused multiply-add; the lanes are
+    then added as ``((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))`` and the last
+    ``n % 8`` products follow one by one, by fused multiply-adds.  Unit strides load whole
+    vectors; other strides assemble the same vectors element by element, so the result
+    does not depend on the layout.  Every operation is IEEE with one rounding and LLVM
+    reorders none of them (no fast-math flags): the result equals the scalar reference
+    bit for bit on any machine.
+    """
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)
+            and a.dtype == types.float64 and b.dtype == types.float64):
+        return None
+    sig = types.float64(a, types.intp, types.intp, b, types.intp, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        from numba.core import cgutils
+
+        av, ao, astep, bv, bo, bstep, nn = args
+        aa = context.make_array(signature.args[0])(context, builder, av)
+        ba = context.make_array(signature.args[3])(context, builder, bv)
+        i8p = ir.IntType(8).as_pointer()
+        dbl = ir.DoubleType()
+        vt = ir.VectorType(dbl, 8)
+        ap = builder.gep(builder.bitcast(aa.data, i8p), [ao])
+        bp = builder.gep(builder.bitcast(ba.data, i8p), [bo])
+        vfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        sfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(dbl, [dbl, dbl, dbl]), "llvm.fma.f64")
+        eight = ir.Constant(nn.type, 8)
+        nv = builder.sdiv(nn, eight)
+        acc_ptr = cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * 8))
+
+        def element(base, step, k):
+            return builder.load(builder.bitcast(builder.gep(base, [builder.mul(k, step)]), dbl.as_pointer()))
+
+        def gathered(base, step, k0):
+            v = ir.Constant(vt, ir.Undefined)
+            for lane in range(8):
+                e = element(base, step, builder.add(k0, ir.Constant(nn.type, lane)))
+                v = builder.insert_element(v, e, ir.Constant(ir.IntType(32), lane))
+            return v
+
+        def contiguous_loop():
+            with cgutils.for_range(builder, nv) as loop:
+                off = builder.mul(loop.index, ir.Constant(nn.type, 64))
+                va = builder.load(builder.bitcast(builder.gep(ap, [off]), vt.as_pointer()), align=8)
+                vb = builder.load(builder.bitcast(builder.gep(bp, [off]), vt.as_pointer()), align=8)
+                builder.store(builder.call(vfma, [va, vb, builder.load(acc_ptr)]), acc_ptr)
+
+        if signature.args[0].layout == "C" and signature.args[3].layout == "C":
+            # C-contiguous types: the last axis has unit stride, known at compile time
+            astep = bstep = eight
+            contiguous_loop()
+        else:
+            contiguous = builder.and_(builder.icmp_signed("==", astep, eight), builder.icmp_signed("==", bstep, eight))
+            with builder.if_else(contiguous) as (then, otherwise):
+                with then:
+                    contiguous_loop()
+                with otherwise:
+                    with cgutils.for_range(builder, nv) as loop:
+                        k0 = builder.mul(loop.index, eight)
+                        va = gathered(ap, astep, k0)
+                        vb = gathered(bp, bstep, k0)
+                        builder.store(builder.call(vfma, [va, vb, builder.load(acc_ptr)]), acc_ptr)
+        acc = builder.load(acc_ptr)
+        lane = [builder.extract_element(acc, ir.Constant(ir.IntType(32), k)) for k in range(8)]
+        t = builder.fadd(builder.fadd(builder.fadd(lane[0], lane[4]), builder.fadd(lane[2], lane[6])),
+                         builder.fadd(builder.fadd(lane[1], lane[5]), builder.fadd(lane[3], lane[7])))
+        t_ptr = cgutils.alloca_once_value(builder, t)
+        start = builder.mul(nv, eight)
+        with cgutils.for_range_slice(builder, start, nn, ir.Constant(nn.type, 1), inc=True) as (k, _):
+            builder.store(builder.call(sfma, [element(ap, astep, k), element(bp, bstep, k), builder.load(t_ptr)]),
+                          t_ptr)
+        return builder.load(t_ptr)
+
+    return sig, codegen
+
+
+@njit
+def _dot_lanes_ref(a, B, i, c0, c1):
+    """``a[c0:c1] . B[i, c0:c1]`` in :func:`_dot8`'s order, in scalar code: the reference the tests
+    hold the vector path to, bit for bit."""
+    n = c1 - c0
+    m = n - n % DOT_LANES
+    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = 0.0
+    for k in range(c0, c0 + m, DOT_LANES):
+        l0 = fma(a[k], B[i, k], l0)
+        l1 = fma(a[k + 1], B[i, k + 1], l1)
+        l2 = fma(a[k + 2], B[i, k + 2], l2)
+        l3 = fma(a[k + 3], B[i, k + 3], l3)
+        l4 = fma(a[k + 4], B[i, k + 4], l4)
+        l5 = fma(a[k + 5], B[i, k + 5], l5)
+        l6 = fma(a[k + 6], B[i, k + 6], l6)
+        l7 = fma(a[k + 7], B[i, k + 7], l7)
+    t = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
+    for k in range(c0 + m, c1):
+        t = fma(a[k], B[i, k], t)
+    return t
+
+
+@njit
+def lane_dot(a, b, c0, c1):
+    """``a[c0:c1] . b[c0:c1]`` for 1-D arrays, in the fixed lane order every kernel pass shares.
+
+    The order (eight lanes of fused multiply-adds, a fixed tree, then the tail) is part of
+    the definition: the per-row, blocked and parallel passes, the group norms and the
+    eviction updates all compute dot products through this function or :func:`row_dot`, so
+    they agree bit for bit, and ``x . x`` here equals the squared norm ``group_sqnorms``
+    stores (the squared distance of a row to itself is exactly 0).  It runs as
+    ``<8 x double>`` vectors (:func:`_dot8`); :func:`_dot_lanes_ref` is the same order in
+    scalar code (the tests' reference).
+    """
+    return _dot8(a, c0 * a.strides[0], a.strides[0], b, c0 * b.strides[0], b.strides[0], c1 - c0)
+
+
+@njit
+def row_dot(x, S, i, c0, c1):
+    """``x[c0:c1] . S[i, c0:c1]`` in :func:`lane_dot`'s order (``S`` 2-D)."""
+    return _dot8(x, c0 * x.strides[0], x.strides[0], S, i * S.strides[0] + c0 * S.strides[1], S.strides[1], c1 - c0)
+
+
+@njit
+def group_row_dot(x, S, i, granges, r0, r1):
+    """The dot product of ``x`` and row ``i`` over the column ranges ``granges[r0:r1]`` (ranges in order)."""
+    acc = 0.0
+    for r in range(r0, r1):
+        acc += row_dot(x, S, i, granges[r, 0], granges[r, 1])
+    return acc
+
+
 @njit
 def kernel_value(code, p, dot, sqd, l1):
     """Raw (unnormalised) kernel value of one kind from the shared quantities.
@@ -167,13 +305,12 @@ def normalise(v, dx, ds):
 
 @njit
 def group_sqnorms(x, granges, gptr, out):
-    """Squared norm of ``x`` restricted to each feature group."""
+    """Squared norm of ``x`` restricted to each feature group (:func:`lane_dot`'s order)."""
     G = gptr.shape[0] - 1
     for g in range(G):
         acc = 0.0
         for r in range(gptr[g], gptr[g + 1]):
-            for c in range(granges[r, 0], granges[r, 1]):
-                acc += x[c] * x[c]
+            acc += lane_dot(x, x, granges[r, 0], granges[r, 1])
         out[g] = acc
 
 
@@ -189,23 +326,20 @@ def row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s):
     """Dot products, squared and L1 distances of ``x`` and buffer row ``i`` per group."""
     G = gptr.shape[0] - 1
     for g in range(G):
-        acc = 0.0
         acc1 = 0.0
         acc2 = 0.0
         use_l1 = (gl1[g] & GROUP_L1) != 0
         direct = (gl1[g] & GROUP_SQDIST) != 0
         use_dot = not direct or (gl1[g] & GROUP_DOT) != 0
-        for r in range(gptr[g], gptr[g + 1]):
-            for c in range(granges[r, 0], granges[r, 1]):
-                a = x[c]
-                b = S[i, c]
-                if use_dot:
-                    acc += a * b
-                if direct:
-                    e = a - b
-                    acc2 += e * e
-                if use_l1:
-                    acc1 += abs(a - b)
+        acc = group_row_dot(x, S, i, granges, gptr[g], gptr[g + 1]) if use_dot else 0.0
+        if direct or use_l1:
+            for r in range(gptr[g], gptr[g + 1]):
+                for c in range(granges[r, 0], granges[r, 1]):
+                    e = x[c] - S[i, c]
+                    if direct:
+                        acc2 += e * e
+                    if use_l1:
+                        acc1 += abs(e)
         dots[g] = acc
         if direct:
             sqds[g] = acc2
@@ -238,61 +372,11 @@ ROW_BLOCK = 256
 @njit
 def direct_block(x, S, i0, m, granges, r0, r1, dots, sqds):
     """For rows ``i0 .. i0+m-1`` of a ``GROUP_SQDIST`` group over the column ranges ``granges[r0:r1]``:
-    ``dots[t] = x . S_{i0+t}`` and ``sqds[t] = sum_c (x_c - S_{i0+t,c})^2`` summed directly, in one
-    pass, four rows at a time (as :func:`block_quantities`)."""
-    t = 0
-    while t + 4 <= m:
-        i = i0 + t
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        a3 = 0.0
-        q0 = 0.0
-        q1 = 0.0
-        q2 = 0.0
-        q3 = 0.0
-        for r in range(r0, r1):
-            for c in range(granges[r, 0], granges[r, 1]):
-                xc = x[c]
-                s0 = S[i, c]
-                s1 = S[i + 1, c]
-                s2 = S[i + 2, c]
-                s3 = S[i + 3, c]
-                a0 += xc * s0
-                a1 += xc * s1
-                a2 += xc * s2
-                a3 += xc * s3
-                e0 = xc - s0
-                e1 = xc - s1
-                e2 = xc - s2
-                e3 = xc - s3
-                q0 += e0 * e0
-                q1 += e1 * e1
-                q2 += e2 * e2
-                q3 += e3 * e3
-        dots[t] = a0
-        dots[t + 1] = a1
-        dots[t + 2] = a2
-        dots[t + 3] = a3
-        sqds[t] = q0
-        sqds[t + 1] = q1
-        sqds[t + 2] = q2
-        sqds[t + 3] = q3
-        t += 4
-    while t < m:
-        i = i0 + t
-        a0 = 0.0
-        q0 = 0.0
-        for r in range(r0, r1):
-            for c in range(granges[r, 0], granges[r, 1]):
-                xc = x[c]
-                s0 = S[i, c]
-                a0 += xc * s0
-                e0 = xc - s0
-                q0 += e0 * e0
-        dots[t] = a0
-        sqds[t] = q0
-        t += 1
+    ``dots[t] = x . S_{i0+t}`` (:func:`group_row_dot`) and ``sqds[t] = sum_c (x_c - S_{i0+t,c})^2``
+    summed directly (:func:`sqdist_block`), as :func:`row_quantities` computes them."""
+    for t in range(m):
+        dots[t] = group_row_dot(x, S, i0 + t, granges, r0, r1)
+    sqdist_block(x, S, i0, m, granges, r0, r1, sqds)
 
 
 @njit
@@ -336,11 +420,10 @@ def sqdist_block(x, S, i0, m, granges, r0, r1, sqds):
 def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s):
     """:func:`row_quantities` for the ``m`` buffer rows ``i0 .. i0+m-1`` at once.
 
-    ``dots[g, t]``, ``sqds[g, t]``, ``l1s[g, t]`` for row ``i0 + t``.  Eight rows
-    are read together (independent sums: instruction-level parallelism,
-    where a single dot product is bound by the latency of its additions); each
-    row's sum runs over the columns in the same order as :func:`row_quantities`,
-    so the numbers are identical to it, bit for bit.
+    ``dots[g, t]``, ``sqds[g, t]``, ``l1s[g, t]`` for row ``i0 + t``.  The dot
+    products are :func:`group_row_dot`'s (eight-lane vectors), the direct sums run
+    over the columns in the same order as :func:`row_quantities`, so the numbers
+    are identical to it, bit for bit.
     """
     G = gptr.shape[0] - 1
     for g in range(G):
@@ -354,45 +437,14 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
                 for t in range(m):
                     dots[g, t] = 0.0
         else:
-            t = 0
-            while t + 8 <= m:
-                i = i0 + t
-                a0 = 0.0
-                a1 = 0.0
-                a2 = 0.0
-                a3 = 0.0
-                a4 = 0.0
-                a5 = 0.0
-                a6 = 0.0
-                a7 = 0.0
-                for r in range(r0, r1):
-                    for c in range(granges[r, 0], granges[r, 1]):
-                        xc = x[c]
-                        a0 += xc * S[i, c]
-                        a1 += xc * S[i + 1, c]
-                        a2 += xc * S[i + 2, c]
-                        a3 += xc * S[i + 3, c]
-                        a4 += xc * S[i + 4, c]
-                        a5 += xc * S[i + 5, c]
-                        a6 += xc * S[i + 6, c]
-                        a7 += xc * S[i + 7, c]
-                dots[g, t] = a0
-                dots[g, t + 1] = a1
-                dots[g, t + 2] = a2
-                dots[g, t + 3] = a3
-                dots[g, t + 4] = a4
-                dots[g, t + 5] = a5
-                dots[g, t + 6] = a6
-                dots[g, t + 7] = a7
-                t += 8
-            while t < m:
-                i = i0 + t
-                a0 = 0.0
-                for r in range(r0, r1):
-                    for c in range(granges[r, 0], granges[r, 1]):
-                        a0 += x[c] * S[i, c]
-                dots[g, t] = a0
-                t += 1
+            if r1 - r0 == 1:  # one column range (the common case): no loop over ranges per row
+                c0 = granges[r0, 0]
+                c1 = granges[r0, 1]
+                for t in range(m):
+                    dots[g, t] = 0.0 + row_dot(x, S, i0 + t, c0, c1)
+            else:
+                for t in range(m):
+                    dots[g, t] = group_row_dot(x, S, i0 + t, granges, r0, r1)
             xg = xsq[g]
             for t in range(m):
                 d2 = xg + ssq[i0 + t, g] - 2.0 * dots[g, t]
