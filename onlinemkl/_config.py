@@ -8,7 +8,11 @@ decorators below; no module passes Numba options of its own.
   carry no hidden exception checks; every division that can meet a zero is
   guarded explicitly in the code.  No ``fastmath``: the mirror map, the
   proximal operators and the step sizes use ``inf``, zero-norm guards and
-  q-th powers, which fast-math may rewrite.
+  q-th powers, which fast-math may rewrite.  Where speed needs SIMD lanes or
+  fused multiply-adds (the dot products and the exponential of the kernel
+  passes), ``onlinemkl._core.kernels`` writes them out explicitly (``fma``,
+  ``_dot8``: LLVM vector code with a fixed lane order), so the result is the
+  same in every path and on every machine, which reassociation would not give.
 * ``njit_parallel`` -- the same, with ``parallel=True`` for ``prange`` loops
   over independent outputs.  Never cached (Numba's cache of parallel functions
   is fragile across processes and thread layers).
@@ -43,6 +47,17 @@ PARALLEL_MIN_ROWS = 100_000
 def njit(func):
     """Serial, cached nopython compilation (the default for ``_core``)."""
     return numba.njit(**SERIAL_OPTIONS)(func)
+
+
+def njit_inline(func):
+    """:func:`njit` inlined into every caller at Numba's IR level (``inline='always'``).
+
+    For small helpers that take arrays and sit inside per-row loops: a call that is not
+    inlined costs two atomic reference-count operations per array argument (~100 ns for a
+    handful of arrays, measured on the per-row kernel quantities), which Numba cannot prune
+    across a call.
+    """
+    return numba.njit(inline="always", **SERIAL_OPTIONS)(func)
 
 
 def njit_parallel(func):

@@ -7,6 +7,11 @@ distance.  All kernels on a group are then evaluated from those numbers, so the
 buffer is read once per example whatever the number of kernels
 (DESIGN.md, performance model).
 
+Every dot product (and squared group norm) is summed in one fixed order,
+eight lanes of fused multiply-adds (:func:`lane_dot`, :func:`row_dot`), as
+explicit LLVM vector code, so the per-row, blocked and parallel passes agree
+bit for bit while the columns run eight at a time.
+
 The squared distance comes from the cached squared norms,
 ``|x|^2 + |s|^2 - 2 x.s`` clipped at 0, except on groups that carry a
 B1-spline kernel: there it is summed directly, ``sum_c (x_c - s_c)^2``, in the
@@ -37,7 +42,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from .._config import njit, njit_parallel
+from .._config import njit, njit_inline, njit_parallel
 
 LINEAR = 0
 POLYNOMIAL = 1
@@ -237,7 +242,7 @@ def _dot_lanes_ref(a, B, i, c0, c1):
     return t
 
 
-@njit
+@njit_inline
 def lane_dot(a, b, c0, c1):
     """``a[c0:c1] . b[c0:c1]`` for 1-D arrays, in the fixed lane order every kernel pass shares.
 
@@ -252,13 +257,13 @@ def lane_dot(a, b, c0, c1):
     return _dot8(a, c0 * a.strides[0], a.strides[0], b, c0 * b.strides[0], b.strides[0], c1 - c0)
 
 
-@njit
+@njit_inline
 def row_dot(x, S, i, c0, c1):
     """``x[c0:c1] . S[i, c0:c1]`` in :func:`lane_dot`'s order (``S`` 2-D)."""
     return _dot8(x, c0 * x.strides[0], x.strides[0], S, i * S.strides[0] + c0 * S.strides[1], S.strides[1], c1 - c0)
 
 
-@njit
+@njit_inline
 def group_row_dot(x, S, i, granges, r0, r1):
     """The dot product of ``x`` and row ``i`` over the column ranges ``granges[r0:r1]`` (ranges in order)."""
     acc = 0.0
