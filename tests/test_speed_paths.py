@@ -25,6 +25,11 @@ KERNEL_SETS = {
     "mixed_groups": (RBF(gamma=0.3, group=(0, 1, 2)), Laplacian(gamma=0.2, group=(0, 1, 2)),
                      Linear(normalize=True), Polynomial(degree=3, normalize=True, group=(3, 5, 6)),
                      BSpline(h=2.0, group=(4, 6)), RBF(gamma_scale=2.0)),
+    # the batch path's other branches: unnormalised dot kernels, a degree-4 polynomial (generic
+    # loop), one dot kernel alone on a group, two RBFs beside a B-spline (stored distances)
+    "more": (Linear(), Polynomial(degree=4, offset=0.5), Laplacian(gamma=0.1),
+             Polynomial(degree=2, group=(0, 1)),
+             RBF(gamma=0.5, group=(2, 3, 4)), RBF(gamma=0.05, group=(2, 3, 4)), BSpline(h=3.0, group=(2, 3, 4))),
 }
 
 

@@ -720,31 +720,53 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
         is_lap[k] = codes[ejs[k]] == LAPLACIAN
     rbf = ejs[~is_lap]
     lap = ejs[is_lap]
+    # linear and polynomial kernels (degree <= 3) two at a time in one pass; the rest alone
+    is_dot = np.zeros(ojs.shape[0], dtype=np.bool_)
+    for k in range(ojs.shape[0]):
+        j = ojs[k]
+        is_dot[k] = codes[j] == LINEAR or (codes[j] == POLYNOMIAL and params[j, 0] in (1.0, 2.0, 3.0))
+    dotk = ojs[is_dot]
+    other = ojs[~is_dot]
+    # squared distances in d2: computed per query when an RBF kernel needs them (with use_sqd the
+    # RBF loops read sqd[a] directly), copied from sqd[a] / computed when a B-spline kernel does
+    need_d2 = not use_sqd and rbf.shape[0] > 0
+    for k in range(other.shape[0]):
+        need_d2 = need_d2 or codes[other[k]] == BSPLINE
+    d2m = np.empty((1, ns))
+    d2 = d2m[0]
     for a in range(nq):
         xa = xsq[a]
-        if use_sqd:
-            for i in range(ns):
-                d2[i] = sqd[a, i]
-        else:
-            for i in range(ns):
-                v = xa + zsq[i] - 2.0 * dots[a, i]
-                d2[i] = v if v > 0.0 else 0.0
-        for k in range(ojs.shape[0]):
-            j = ojs[k]
+        # the linear and polynomial kernels, two per pass over dots[a]
+        k = 0
+        while k < dotk.shape[0]:
+            j0 = dotk[k]
+            j1 = dotk[k + 1] if k + 1 < dotk.shape[0] else -1
+            _dot_kernels_pass(dots, a, ns, codes, params, xdiag, zinv, w, j0, j1, acc)
+            k += 2
+        if need_d2:
+            if use_sqd:
+                for i in range(ns):
+                    d2[i] = sqd[a, i]
+            else:
+                for i in range(ns):
+                    v = xa + zsq[i] - 2.0 * dots[a, i]
+                    d2[i] = v if v > 0.0 else 0.0
+        for k in range(other.shape[0]):
+            j = other[k]
             # raw values (column 3 of params_raw is 0), then the normalisation factors
             block_values(j, codes[j], params_raw[j], dots[a], d2, l1[a] if use_l1 else zero, ns, 0.0, zero2, 0,
                          tmp, 0)
-            wj = w[j]
+            wx = _norm_weight(w[j], params[j, 3], xdiag[a, j])
             if params[j, 3] != 0.0:
-                dx = xdiag[a, j]
-                wx = wj * (1.0 / np.sqrt(dx)) if dx > 0.0 else 0.0
                 zj = zinv[j]
                 for i in range(ns):
                     acc[a, i] += wx * (tmp[i] * zj[i])
             else:
                 for i in range(ns):
-                    acc[a, i] += wj * tmp[i]
-        # RBF kernels three (then two, then one) at a time: one pass over d2 and acc for all three
+                    acc[a, i] += wx * tmp[i]
+        # RBF kernels three (then two, then one) at a time: one pass over the distances and acc
+        src = sqd if use_sqd else d2m
+        r = a if use_sqd else 0
         k = 0
         ne = rbf.shape[0]
         while k + 3 <= ne:
@@ -752,7 +774,7 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
             g0, g1, g2 = -params[j0, 0], -params[j1, 0], -params[j2, 0]
             w0, w1, w2 = w[j0], w[j1], w[j2]
             for i in range(ns):
-                v = d2[i]
+                v = src[r, i]
                 acc[a, i] += (w0 * exp_neg(g0 * v) + w1 * exp_neg(g1 * v)) + w2 * exp_neg(g2 * v)
             k += 3
         if k + 2 <= ne:
@@ -760,7 +782,7 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
             g0, g1 = -params[j0, 0], -params[j1, 0]
             w0, w1 = w[j0], w[j1]
             for i in range(ns):
-                v = d2[i]
+                v = src[r, i]
                 acc[a, i] += w0 * exp_neg(g0 * v) + w1 * exp_neg(g1 * v)
             k += 2
         if k < ne:
@@ -768,10 +790,57 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
             g0 = -params[j0, 0]
             w0 = w[j0]
             for i in range(ns):
-                acc[a, i] += w0 * exp_neg(g0 * d2[i])
+                acc[a, i] += w0 * exp_neg(g0 * src[r, i])
         for k in range(lap.shape[0]):
             j = lap[k]
             ng = -params[j, 0]
             wj = w[j]
             for i in range(ns):
                 acc[a, i] += wj * exp_neg(ng * l1[a, i])
+
+
+@njit_inline
+def _norm_weight(wj, normalized, dx):
+    """``w_j / sqrt(K_j(x, x))`` for a normalised kernel (0 if the diagonal is 0), else ``w_j``."""
+    if normalized != 0.0:
+        return wj * (1.0 / np.sqrt(dx)) if dx > 0.0 else 0.0
+    return wj
+
+
+@njit_inline
+def _dot_kernel(code, p, dot):
+    """A linear or polynomial (degree 1-3) kernel's raw value, as :func:`block_values` computes it."""
+    if code == LINEAR:
+        return dot
+    base = p[2] * dot + p[1]
+    if p[0] == 2.0:
+        return base * base
+    if p[0] == 3.0:
+        return (base * base) * base
+    return base
+
+
+@njit
+def _dot_kernels_pass(dots, a, ns, codes, params, xdiag, zinv, w, j0, j1, acc):
+    """``acc[a, i] += w_j0 K_j0 + w_j1 K_j1`` for two linear/polynomial kernels in one pass over ``dots[a]``
+    (``j1 = -1``: one kernel); a normalised kernel multiplies by ``zinv[j, i]`` (see :func:`weighted_sum_prep`)."""
+    w0 = _norm_weight(w[j0], params[j0, 3], xdiag[a, j0])
+    n0 = params[j0, 3] != 0.0
+    p0 = params[j0]
+    c0 = codes[j0]
+    z0 = zinv[j0]
+    if j1 < 0:
+        for i in range(ns):
+            v = _dot_kernel(c0, p0, dots[a, i])
+            acc[a, i] += w0 * (v * z0[i] if n0 else v)
+        return
+    w1 = _norm_weight(w[j1], params[j1, 3], xdiag[a, j1])
+    n1 = params[j1, 3] != 0.0
+    p1 = params[j1]
+    c1 = codes[j1]
+    z1 = zinv[j1]
+    for i in range(ns):
+        d = dots[a, i]
+        v0 = _dot_kernel(c0, p0, d)
+        v1 = _dot_kernel(c1, p1, d)
+        acc[a, i] += w0 * (v0 * z0[i] if n0 else v0) + w1 * (v1 * z1[i] if n1 else v1)
