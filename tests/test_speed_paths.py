@@ -87,23 +87,30 @@ def test_blocked_row_equals_reference_and_parallel(kset, n):
 
 @pytest.mark.parametrize("kset", list(KERNEL_SETS))
 @pytest.mark.parametrize("n_coef", [1, "F"])
-@pytest.mark.parametrize("n", [0, 5, 130])
-def test_fused_scores_equal_accumulated_reference(kset, n_coef, n):
+@pytest.mark.parametrize("n", [0, 5, 130, 1300])
+@pytest.mark.parametrize("C", [2, 4, 6])  # dense accumulation up to ck.DENSE_OUTPUTS outputs, scatter above
+def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
     x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n, seed=3)
     F = arrays[0].shape[0]
     rng = np.random.default_rng(5)
-    C = 4
     coef = rng.normal(size=(n + 3, F if n_coef == "F" else 1))
     ypos = rng.integers(0, C, size=n + 3)
-    yneg = np.where(rng.random(n + 3) < 0.3, -1, rng.integers(0, C, size=n + 3))
+    yneg = np.where(rng.random(n + 3) < 0.3, -1, (ypos + rng.integers(1, C, size=n + 3)) % C)
     # runs of the same class (the accumulation order matters for bit equality)
     ypos[: min(n, 20)] = 1
+    yneg[: min(n, 20)] = 0
     g_fused = np.full((F, C), 9.0)
     ck.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, coef, ypos, yneg, g_fused)
     K = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
     g_ref = np.full((F, C), 9.0)
     ck.accumulate_scores(np.ascontiguousarray(K), n, coef, ypos, yneg, g_ref)
     assert np.array_equal(g_fused, g_ref)
+    # and both equal the plain sum  sum_i coef_i K_j(x, s_i) ([ypos_i = c] - [yneg_i = c])
+    Y = (ypos[:n, None] == np.arange(C)).astype(float) - (yneg[:n, None] == np.arange(C)).astype(float)
+    W = coef[:n] if n_coef == "F" else np.repeat(coef[:n], F, axis=1)
+    expect = np.einsum("jn,nj,nc->jc", K[:, :n], W, Y)
+    scale = np.einsum("jn,nj,nc->jc", np.abs(K[:, :n]), np.abs(W), np.abs(Y)) + 1e-300
+    assert np.all(np.abs(g_fused - expect) <= 1e-12 * scale)
 
 
 def _blobs(n=300, d=5, classes=3, seed=0):

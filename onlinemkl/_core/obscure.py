@@ -29,7 +29,8 @@ import numpy as np
 
 from .._config import njit
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
-from .kernels import accumulate_scores, effective_diag, kernel_scores, prepare_query
+from .kernels import (ROW_BLOCK, accumulate_block, accumulate_scores, dense_accumulation, effective_diag,
+                      kernel_scores, prepare_query)
 
 # Indices into the ``hyper`` array (read-only settings).
 H_Q = 0  # dual exponent q = p / (p - 1)
@@ -181,22 +182,33 @@ def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef
     """
     F = Kt.shape[0]
     n_updates = 0
+    dense = dense_accumulation(coef, g)
+    kv = np.empty((F, ROW_BLOCK))
+    ws = np.empty((g.shape[1] if dense else 0, ROW_BLOCK))
     for t in range(order.shape[0]):
         i = order[t]
         n = istate[I_N]
-        # The scores straight from Kt (gather and accumulate fused; the sums of
-        # accumulate_scores in the same order, so the numbers are the same).
+        # The scores straight from Kt: the sums of accumulate_scores in the same order
+        # (blocks of ROW_BLOCK stored rows), so the numbers are the same.
         g[:, :] = 0.0
-        for s in range(n):
-            ts = sv_index[s]
-            cp = ypos[s]
-            cn = yneg[s]
-            c = coef[s, 0]
-            for j in range(F):
-                v = Kt[j, i, ts] * c
-                g[j, cp] += v
-                if cn >= 0:
-                    g[j, cn] -= v
+        if dense:
+            for i0 in range(0, n, ROW_BLOCK):
+                m = min(ROW_BLOCK, n - i0)
+                for j in range(F):
+                    for r in range(m):
+                        kv[j, r] = Kt[j, i, sv_index[i0 + r]]
+                accumulate_block(kv, 0, m, coef, i0, ypos, yneg, ws, g)
+        else:
+            for s in range(n):
+                ts = sv_index[s]
+                cp = ypos[s]
+                cn = yneg[s]
+                c = coef[s, 0]
+                for j in range(F):
+                    v = Kt[j, i, ts] * c
+                    g[j, cp] += v
+                    if cn >= 0:
+                        g[j, cn] -= v
         loss, yhat, updated, slot = obscure_step(X[i], Yi[i], S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params,
                                                  kgroup, granges, gptr, gl1, theta_sq, istate, fstate, hyper, g,
                                                  scores, krow, 2)
@@ -325,7 +337,6 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
 def theta_sq_from_buffer(S, ssq, sdiag, ypos, yneg, coef, n, codes, params, kgroup, granges, gptr, gl1, n_out):
     """Recompute ``||raw theta^j||^2`` from the buffer (O(n^2); tests and repairs)."""
     F = codes.shape[0]
-    G = gptr.shape[0] - 1
     out = np.zeros(F)
     g = np.empty((F, n_out))
     per_kernel = 1 if coef.shape[1] > 1 else 0
