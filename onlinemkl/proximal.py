@@ -23,7 +23,6 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._buffer import SupportBuffer
-from ._core import buffer as _cb
 from ._core import fobos as _cf
 from ._core import losses as _cl
 from ._core import prox as _cp

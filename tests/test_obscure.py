@@ -2,7 +2,6 @@
 against recomputation, the paper's facts as thresholds, accuracy floors, bad input and bounded memory."""
 
 import copy
-import math
 
 import numpy as np
 import pytest

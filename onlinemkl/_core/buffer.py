@@ -164,7 +164,6 @@ def evict(e, n, theta_sq, g, x, xsq, xdiag, S, ssq, sdiag, ypos, yneg, coef,
     """
     F = codes.shape[0]
     C = g.shape[1]
-    G = gptr.shape[0] - 1
     xe = S[e, :x.shape[0]].copy()
     xe_sq = ssq[e, :].copy()
     xe_diag = sdiag[e, :].copy()

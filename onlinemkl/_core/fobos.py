@@ -35,7 +35,7 @@ import numpy as np
 
 from .._config import njit
 from .buffer import EVICT_OLDEST
-from .kernels import (ROW_BLOCK, block_quantities, block_values, effective_diag, group_sqnorms, kernel_value,
+from .kernels import (ROW_BLOCK, block_quantities, block_values, effective_diag, kernel_value,
                       normalise, prepare_query, row_quantities)
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within

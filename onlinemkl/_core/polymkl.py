@@ -139,7 +139,6 @@ def sample_multi_index(P, alpha, wdeg, Kb, Fb, mode, u, order, z):
     to ``rho_d^-2 alpha' (K_{z_1} o ... o K_{z_d}) alpha / C`` per ordered tuple.
     """
     D = P.shape[0] - 1
-    n = alpha.shape[0]
     for i in range(z.shape[0]):
         z[i] = -1
     delta = np.empty(D + 1)
