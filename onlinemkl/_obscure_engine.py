@@ -310,15 +310,9 @@ class ObscureEngine:
                 raise ValueError(f"inconsistent OBSCURE state: {rule}")
 
         for name, arr, shape in (("hyper", h, (_co.N_HYPER,)), ("istate", self.istate, (_co.N_ISTATE,)),
-                                 ("fstate", self.fstate, (_co.N_FSTATE,)), ("theta_sq", self.theta_sq, (F,)),
-                                 ("ck.codes", ck.codes, (F,)), ("ck.params", ck.params, (F, 4)),
-                                 ("ck.kgroup", ck.kgroup, (F,)), ("ck.gl1", ck.gl1, (G,)),
-                                 ("ck.gptr", ck.gptr, (G + 1,))):
+                                 ("fstate", self.fstate, (_co.N_FSTATE,)), ("theta_sq", self.theta_sq, (F,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
-        fresh = CompiledKernels(ck.kernels)
-        need(np.array_equal(ck.codes, fresh.codes) and np.array_equal(ck.kgroup, fresh.kgroup)
-             and np.array_equal(ck.gl1, fresh.gl1) and np.array_equal(ck.params[:, 3], fresh.params[:, 3]),
-             "the kernel codes and groups do not match the kernels parameter")
+        ck.check_restored(need)
         need(h[_co.H_Q] == self.q, f"q={h[_co.H_Q]!r} does not match p={self.p!r}")
         need(h[_co.H_STAGE] in (1.0, 2.0), f"stage {h[_co.H_STAGE]!r} is not 1 or 2")
         need(h[_co.H_BINARY] in (0.0, 1.0), "the binary flag is not 0 or 1")

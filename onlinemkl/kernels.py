@@ -388,6 +388,20 @@ class CompiledKernels:
     def arrays(self):
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
 
+    def check_restored(self, need, what: str = "ck") -> None:
+        """Check arrays restored from a file against ``kernels``: shapes, and the kernel codes,
+        groups, flags and normalisation a fresh compilation gives.  ``need(ok, rule)`` raises the
+        caller's error; ``what`` names this object in its messages."""
+        F, G = self.n_kernels, self.n_groups
+        for name, arr, shape in (("codes", self.codes, (F,)), ("params", self.params, (F, 4)),
+                                 ("kgroup", self.kgroup, (F,)), ("gl1", self.gl1, (G,)),
+                                 ("gptr", self.gptr, (G + 1,))):
+            need(arr.shape == shape, f"{what}.{name} has shape {arr.shape}, expected {shape}")
+        fresh = CompiledKernels(self.kernels)
+        need(np.array_equal(self.codes, fresh.codes) and np.array_equal(self.kgroup, fresh.kgroup)
+             and np.array_equal(self.gl1, fresh.gl1) and np.array_equal(self.params[:, 3], fresh.params[:, 3]),
+             f"the {what} kernel codes and groups do not match the kernels parameter")
+
 
 def _to_ranges(cols: np.ndarray) -> list[tuple[int, int]]:
     """Sorted column indices -> list of contiguous ``[start, stop)`` ranges."""

@@ -328,16 +328,8 @@ class ProximalEngine:
                                  ("ystats", self.ystats, (3,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
         need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
-        for ck, what in ((self.ck, "ck"), (self.xk, "xk")):
-            Fk, Gk = ck.n_kernels, ck.n_groups
-            for name, arr, shape in (("codes", ck.codes, (Fk,)), ("params", ck.params, (Fk, 4)),
-                                     ("kgroup", ck.kgroup, (Fk,)), ("gl1", ck.gl1, (Gk,)),
-                                     ("gptr", ck.gptr, (Gk + 1,))):
-                need(arr.shape == shape, f"{what}.{name} has shape {arr.shape}, expected {shape}")
-            fresh = CompiledKernels(ck.kernels)
-            need(np.array_equal(ck.codes, fresh.codes) and np.array_equal(ck.kgroup, fresh.kgroup)
-                 and np.array_equal(ck.gl1, fresh.gl1) and np.array_equal(ck.params[:, 3], fresh.params[:, 3]),
-                 f"the {what} kernel codes and groups do not match the parameters")
+        self.ck.check_restored(need, "ck")
+        self.xk.check_restored(need, "xk")
         cap, dcap = b.S.shape
         C = self.beta.shape[1]
         for name, arr, shape in (("buf.ssq", b.ssq, (cap, G)), ("buf.sdiag", b.sdiag, (cap, F)),

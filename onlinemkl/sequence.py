@@ -228,15 +228,9 @@ class SequenceEngine:
              "the saved settings (loss, regulariser, lam, schedule, budget, ...) differ from the parameters")
         need(math.isfinite(h[_cs.H_GAMMA]) and h[_cs.H_GAMMA] >= 0, "gamma is not finite and >= 0")
         for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
-                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,)),
-                                 ("ck.codes", ck.codes, (F,)), ("ck.params", ck.params, (F, 4)),
-                                 ("ck.kgroup", ck.kgroup, (F,)), ("ck.gl1", ck.gl1, (G,)),
-                                 ("ck.gptr", ck.gptr, (G + 1,))):
+                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
-        fresh = CompiledKernels(ck.kernels)
-        need(np.array_equal(ck.codes, fresh.codes) and np.array_equal(ck.kgroup, fresh.kgroup)
-             and np.array_equal(ck.gl1, fresh.gl1) and np.array_equal(ck.params[:, 3], fresh.params[:, 3]),
-             "the kernel codes and groups do not match the kernels parameter")
+        ck.check_restored(need)
         cap, dcap = b.S.shape
         C = self.beta.shape[1]
         for name, arr, shape in (("buf.ssq", b.ssq, (cap, G)), ("buf.sdiag", b.sdiag, (cap, F)),
