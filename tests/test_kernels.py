@@ -486,3 +486,78 @@ def test_lane_dot_vector_path_equals_its_scalar_reference_bit_for_bit():
         xsq = np.empty(1)
         ck.group_sqnorms(x, np.array([[c0, c1]], dtype=np.int64), np.array([0, 1], dtype=np.int64), xsq)
         assert xsq[0] == ck.lane_dot(x, x, c0, c1)
+
+
+@numba.njit(cache=False)
+def _grid_njit(a, r0, na, b, nb, n):
+    return ck._dot8_grid(a, r0 * a.strides[0], a.strides[0], na, b, 0, b.strides[0], nb, n)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 16, 23, 64, 131])
+def test_dot_grid_entries_equal_the_single_dot_bit_for_bit(n):
+    rng = np.random.default_rng(n)
+    A = rng.normal(size=(5, n)) * np.exp(rng.normal(size=n) * 3)  # mixed magnitudes: order matters
+    B = rng.normal(size=(4, n))
+    for r0 in range(0, 5, ck.GRID_A):
+        for na in range(1, ck.GRID_A + 1):
+            if r0 + na > 5:
+                continue
+            for nb in range(1, ck.GRID_B + 1):
+                out = _grid_njit(A, r0, na, B, nb, n)
+                assert len(out) == ck.GRID_A * ck.GRID_B
+                for r in range(ck.GRID_A):
+                    for c in range(ck.GRID_B):
+                        got = out[ck.GRID_B * r + c]
+                        if r < na and c < nb:
+                            assert got == ck._dot_lanes_ref(B[c], A, r0 + r, 0, n)
+                        else:
+                            assert got == 0.0
+
+
+@pytest.mark.parametrize("m", [0, 1, 7, 8, 13, 64, 509, 512])
+@pytest.mark.parametrize("C", [1, 2, 3, 4])
+def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C):
+    """The contiguous path (_signed_weights + _dot8_grid) gives the plain loops' numbers exactly."""
+    rng = np.random.default_rng(10 * m + C)
+    n, F, i0, t0 = 1200, 5, 37, 3
+    coef = rng.normal(size=(n, 1)) * np.exp(rng.normal(size=(n, 1)) * 2)
+    coef[::11] = 0.0
+    ypos = rng.integers(0, C, size=n)
+    yneg = np.where(rng.random(n) < 0.3, -1, (ypos + rng.integers(1, max(C, 2), size=n)) % max(C, 2))
+    yneg[yneg >= C] = -1
+    ypos[40:70] = 0  # a run of one class
+    kv = rng.normal(size=(F, m + t0 + 2))
+    g_fast = np.full((F, C), 0.5)
+    ck.accumulate_block(kv, t0, m, coef, i0, ypos, yneg, np.empty((ck.GRID_B, 512)), g_fast)
+    g_plain = np.full((F, C), 0.5)
+    ck.accumulate_block(kv, t0, m, coef, i0, ypos, yneg, np.empty((C, 512)), g_plain)  # too few rows: plain
+    g_strided = np.full((F, C), 0.5)
+    kv_strided = np.repeat(kv, 2, axis=1)[:, ::2]
+    ck.accumulate_block(kv_strided, t0, m, coef, i0, ypos, yneg, np.empty((ck.GRID_B, 512)), g_strided)
+    assert np.array_equal(g_fast, g_plain) and np.array_equal(g_fast, g_strided)
+    s = (ypos[i0:i0 + m, None] == np.arange(C)).astype(float) - (yneg[i0:i0 + m, None] == np.arange(C))
+    expect = 0.5 + kv[:, t0:t0 + m] @ (coef[i0:i0 + m] * s)
+    assert np.allclose(g_fast, expect, rtol=1e-12, atol=1e-12 * np.abs(kv).sum() * np.abs(coef).max())
+
+
+@numba.njit(cache=False)
+def _signed_weights_njit(coef, ypos, yneg, i0, ws, m):
+    ck._signed_weights(coef, ypos, yneg, i0, ws, m)
+
+
+def test_signed_weights_are_the_scalar_formula_bit_for_bit():
+    rng = np.random.default_rng(4)
+    n = 100
+    coef = rng.normal(size=(n, 1))
+    coef[5] = -0.0
+    coef[6] = 0.0
+    ypos = rng.integers(0, 4, size=n)
+    yneg = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 4, size=n))
+    ws = np.full((ck.GRID_B, 64), 7.0)
+    _signed_weights_njit(coef, ypos, yneg, 9, ws, 61)
+    for c in range(ck.GRID_B):
+        for t in range(61):
+            i = 9 + t
+            want = coef[i, 0] * float(int(ypos[i] == c) - int(yneg[i] == c))
+            assert ws[c, t] == want and np.signbit(ws[c, t]) == np.signbit(want)
+        assert np.all(ws[c, 61:] == 7.0)  # nothing past m written

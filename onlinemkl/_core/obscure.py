@@ -29,7 +29,7 @@ import numpy as np
 
 from .._config import njit
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
-from .kernels import (ROW_BLOCK, accumulate_block, accumulate_scores, dense_accumulation, effective_diag,
+from .kernels import (GRID_B, ROW_BLOCK, accumulate_block, accumulate_scores, dense_accumulation, effective_diag,
                       kernel_scores, prepare_query)
 
 # Indices into the ``hyper`` array (read-only settings).
@@ -184,7 +184,7 @@ def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef
     n_updates = 0
     dense = dense_accumulation(coef, g)
     kv = np.empty((F, ROW_BLOCK))
-    ws = np.empty((g.shape[1] if dense else 0, ROW_BLOCK))
+    ws = np.empty((GRID_B if dense else 0, ROW_BLOCK))
     for t in range(order.shape[0]):
         i = order[t]
         n = istate[I_N]
