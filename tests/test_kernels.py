@@ -561,3 +561,25 @@ def test_signed_weights_are_the_scalar_formula_bit_for_bit():
             want = coef[i, 0] * float(int(ypos[i] == c) - int(yneg[i] == c))
             assert ws[c, t] == want and np.signbit(ws[c, t]) == np.signbit(want)
         assert np.all(ws[c, 61:] == 7.0)  # nothing past m written
+
+
+@numba.njit(cache=False)
+def _rows_njit(x, S, i0, m, c0, c1, out):
+    return ck._dot8_rows(x, c0 * 8, S, i0 * S.strides[0] + c0 * 8, S.strides[0], m, c1 - c0, out, 0)
+
+
+@pytest.mark.parametrize("c0, c1", [(0, 0), (0, 1), (0, 8), (2, 13), (0, 16), (3, 40), (0, 70)])
+@pytest.mark.parametrize("m", [0, 7, 8, 9, 24, 31])
+def test_eight_row_dots_equal_row_dot_bit_for_bit(c0, c1, m):
+    """_dot8_rows (eight rows per vector, transposed reduction) gives row_dot's numbers exactly."""
+    rng = np.random.default_rng(m + c1)
+    S = rng.normal(size=(50, 70)) * np.exp(rng.normal(size=70) * 3)  # mixed magnitudes: order matters
+    x = rng.normal(size=70)
+    S[12] = -0.0 * x  # a dot product of -0.0 terms: the block gives +0.0, as 0.0 + row_dot does
+    out = np.full(40, 7.0)
+    done = _rows_njit(x, S, 5, m, c0, c1, out)
+    assert done == m - m % 8
+    for t in range(done):
+        ref = 0.0 + ck._dot_lanes_ref(x, S, 5 + t, c0, c1)
+        assert out[t] == ref and np.signbit(out[t]) == np.signbit(ref)
+    assert np.all(out[done:] == 7.0)  # nothing past the rows done written

@@ -374,6 +374,94 @@ def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m):
     return sig, codegen
 
 
+@intrinsic
+def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off):
+    """``out[t] = 0.0 + x . S_t`` for ``t < m - m % 8``, eight rows at a time, each in :func:`_dot8`'s order.
+
+    ``x``'s ``n`` contiguous float64 start at byte ``x_off``; row ``t`` of ``S`` at byte ``s_off +
+    t s_row`` (contiguous along the row); ``out[t]`` is written at byte ``o_off + 8 t`` of ``out``.
+    Returns the number of rows done (the caller finishes the last ``m % 8`` with :func:`row_dot`).
+    Each of the eight rows has its own ``<8 x double>`` accumulator fed by the same vector of
+    ``x``; the eight sets of lanes are then reduced together, by shuffles that pair exactly the
+    lanes :func:`_dot8`'s tree pairs (``l_k + l_{k+4}``, then ``+`` two apart, then neighbours),
+    which leaves the eight dot products in one vector: 7 vector additions for eight rows instead
+    of 7 scalar ones per row.  The tail elements follow by fused multiply-adds in order, and
+    ``0.0 +`` (as :func:`group_row_dot`'s sum) turns a ``-0.0`` into ``0.0``.  Every entry
+    equals :func:`row_dot` on its row, bit for bit.
+    """
+    if not (isinstance(x, types.Array) and isinstance(S, types.Array) and isinstance(out, types.Array)
+            and x.dtype == types.float64 and S.dtype == types.float64 and out.dtype == types.float64):
+        return None
+    sig = types.intp(x, types.intp, S, types.intp, types.intp, types.intp, types.intp, out, types.intp)
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        from numba.core import cgutils
+
+        xv, xo, sv, so, srow, mm, nn, ov, oo = args
+        xa = context.make_array(signature.args[0])(context, builder, xv)
+        sa = context.make_array(signature.args[2])(context, builder, sv)
+        oa = context.make_array(signature.args[7])(context, builder, ov)
+        ity = nn.type
+        i8p = ir.IntType(8).as_pointer()
+        dbl = ir.DoubleType()
+        vt = ir.VectorType(dbl, 8)
+        i32 = ir.IntType(32)
+        vfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        xp = builder.gep(builder.bitcast(xa.data, i8p), [xo])
+        sp = builder.gep(builder.bitcast(sa.data, i8p), [so])
+        op = builder.gep(builder.bitcast(oa.data, i8p), [oo])
+        zero = ir.Constant(vt, [0.0] * 8)
+        eight = ir.Constant(ity, 8)
+        nv = builder.sdiv(nn, eight)
+        nblocks = builder.sdiv(mm, eight)
+        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(8)]
+        res = cgutils.alloca_once_value(builder, zero)
+
+        def shuffle(a, b, lanes):
+            return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(i32, 8), lanes))
+
+        def pair(a, b, lo, hi):
+            return builder.fadd(shuffle(a, b, lo), shuffle(a, b, hi))
+
+        with cgutils.for_range(builder, nblocks) as blk:
+            rows = [builder.gep(sp, [builder.mul(builder.add(builder.mul(blk.index, eight), ir.Constant(ity, r)),
+                                                 srow)]) for r in range(8)]
+            for a in accs:
+                builder.store(zero, a)
+            with cgutils.for_range(builder, nv) as loop:
+                off = builder.mul(loop.index, ir.Constant(ity, 64))
+                xk = builder.load(builder.bitcast(builder.gep(xp, [off]), vt.as_pointer()), align=8)
+                for r in range(8):
+                    sk = builder.load(builder.bitcast(builder.gep(rows[r], [off]), vt.as_pointer()), align=8)
+                    builder.store(builder.call(vfma, [xk, sk, builder.load(accs[r])]), accs[r])
+            A = [builder.load(a) for a in accs]
+            # lanes k and k+4 of each row: rows (2q, 2q+1) -> one vector [u_2q,0..3, u_2q+1,0..3]
+            P = [pair(A[2 * q], A[2 * q + 1], [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
+                 for q in range(4)]
+            # u_0 + u_2 and u_1 + u_3 of each row: [v_r0, v_r1] for four rows per vector
+            Q = [pair(P[2 * h], P[2 * h + 1], [0, 1, 4, 5, 8, 9, 12, 13], [2, 3, 6, 7, 10, 11, 14, 15])
+                 for h in range(2)]
+            builder.store(pair(Q[0], Q[1], [0, 2, 4, 6, 8, 10, 12, 14], [1, 3, 5, 7, 9, 11, 13, 15]), res)
+            start = builder.mul(nv, eight)
+            with cgutils.for_range_slice(builder, start, nn, ir.Constant(ity, 1), inc=True) as (k, _):
+                koff = builder.mul(k, eight)
+                xe = builder.load(builder.bitcast(builder.gep(xp, [koff]), dbl.as_pointer()))
+                xb = ir.Constant(vt, ir.Undefined)
+                sg = ir.Constant(vt, ir.Undefined)
+                for r in range(8):
+                    lane = ir.Constant(i32, r)
+                    xb = builder.insert_element(xb, xe, lane)
+                    se = builder.load(builder.bitcast(builder.gep(rows[r], [koff]), dbl.as_pointer()))
+                    sg = builder.insert_element(sg, se, lane)
+                builder.store(builder.call(vfma, [xb, sg, builder.load(res)]), res)
+            dst = builder.gep(op, [builder.mul(blk.index, ir.Constant(ity, 64))])
+            builder.store(builder.fadd(zero, builder.load(res)), builder.bitcast(dst, vt.as_pointer()), align=8)
+        return builder.mul(nblocks, eight)
+
+    return sig, codegen
+
+
 @njit
 def _dot_lanes_ref(a, B, i, c0, c1):
     """``a[c0:c1] . B[i, c0:c1]`` in :func:`_dot8`'s order, in scalar code: the reference the tests
@@ -603,7 +691,12 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
             if r1 - r0 == 1:  # one column range (the common case): no loop over ranges per row
                 c0 = granges[r0, 0]
                 c1 = granges[r0, 1]
-                for t in range(m):
+                t = 0
+                if x.strides[0] == 8 and S.strides[1] == 8 and dots.strides[1] == 8:
+                    # eight rows at a time, the same numbers (see _dot8_rows)
+                    t = _dot8_rows(x, c0 * 8, S, i0 * S.strides[0] + c0 * 8, S.strides[0], m, c1 - c0,
+                                   dots, g * dots.strides[0])
+                for t in range(t, m):
                     dots[g, t] = 0.0 + row_dot(x, S, i0 + t, c0, c1)
             else:
                 for t in range(m):
@@ -674,8 +767,14 @@ def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0):
             v = 1.0 - np.sqrt(sqds[t]) / h
             out[o0 + t] = v if v > 0.0 else 0.0
     if p[3] != 0.0:
+        # The stored diagonals first, into a contiguous column: LLVM vectorises the loop below
+        # (square roots and divisions eight at a time) but not one that reads sdiag's strided
+        # column while writing ``out``: 1.1 instead of 3.8 ns a row, the same numbers.
+        col = np.empty(m)
         for t in range(m):
-            den = xdiag_j * sdiag[i0 + t, j]
+            col[t] = sdiag[i0 + t, j]
+        for t in range(m):
+            den = xdiag_j * col[t]
             out[o0 + t] = out[o0 + t] / np.sqrt(den) if den > 0.0 else 0.0
 
 
