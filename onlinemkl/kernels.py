@@ -304,8 +304,8 @@ class CompiledKernels:
         F = len(self.kernels)
         self.codes = np.array([k.code for k in self.kernels], dtype=np.int64)
         self.kgroup = np.array(kgroup, dtype=np.int64)
-        self.params = np.zeros((F, 4))
-        self.params[:, 3] = [1.0 if k.normalize else 0.0 for k in self.kernels]
+        self.params = np.zeros((F, _ck.N_PARAMS))
+        self.params[:, _ck.P_NORMALIZE] = [1.0 if k.normalize else 0.0 for k in self.kernels]
         self._gl1 = self._group_flags()
         self.granges = np.zeros((0, 2), dtype=np.int64)
         self.gptr = np.zeros(len(self.groups) + 1, dtype=np.int64)
@@ -384,23 +384,76 @@ class CompiledKernels:
             if not self.gfrozen[g]:
                 self.params[j, :3] = k.resolved_params(len(group_columns[g]))
         self.gfrozen = self.gfrozen | np.array([len(c) > 0 for c in group_columns], dtype=bool)
+        self.find_ladders()
+
+    def find_ladders(self) -> None:
+        """Set the ladder columns of ``params`` from the resolved gammas (see ``_core.kernels.ladder_value``).
+
+        An RBF kernel ``j`` goes on a ladder when an earlier RBF kernel ``b`` on the same group,
+        itself computed directly, has ``gamma_j = k gamma_b`` for an integer ``k`` in
+        ``LADDER_KS`` (2 to 16, 20, 25, 32, 50, 64, 100, 128; to 8 ulps: ``0.1 / d`` times 10
+        need not round to ``1 / d``); the smallest such ``k`` wins.  Then ``K_j = K_b^k`` by squaring, a few multiplications
+        instead of an exponential.  The columns are derived data: recomputed whenever the
+        gammas change or are restored, never trusted from a file.
+        """
+        p = self.params
+        p[:, _ck.P_LADDER_K:] = 0.0
+        eps = np.finfo(np.float64).eps
+        for j in range(len(self.kernels)):
+            gj = p[j, 0]
+            if self.codes[j] != _ck.RBF or not gj > 0.0:
+                continue
+            best = None
+            for b in range(j):
+                gb = p[b, 0]
+                if (self.codes[b] != _ck.RBF or self.kgroup[b] != self.kgroup[j] or not gb > 0.0
+                        or p[b, _ck.P_LADDER_K] != 0.0):
+                    continue
+                ratio = float(gj) / float(gb)  # Python floats: inf without a warning
+                if not 1.5 < ratio < 2 * _ck.LADDER_KS[-1]:  # also keeps round() away from inf
+                    continue
+                k = round(ratio)
+                if k in _ck.LADDER_KS and abs(gj - k * gb) <= 8.0 * eps * gj and (best is None or k < best[0]):
+                    best = (k, b)
+            if best is not None:
+                k, b = best
+                p[j, _ck.P_LADDER_K] = k
+                p[j, _ck.P_LADDER_BASE] = b
+                p[j, _ck.P_LADDER_GAMMA] = p[b, 0]
+                p[j, _ck.P_LADDER_LO] = math.exp(_ck.EXP_FLOOR / k)
 
     def arrays(self):
+        if self.params.shape[1] != _ck.N_PARAMS:  # unpickled from a version without the ladder columns
+            self.params = _widen_params(self.params)
+            self.find_ladders()
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
 
     def check_restored(self, need, what: str = "ck") -> None:
         """Check arrays restored from a file against ``kernels``: shapes, and the kernel codes,
-        groups, flags and normalisation a fresh compilation gives.  ``need(ok, rule)`` raises the
+        groups, flags and normalisation a fresh compilation gives.  Then completes them: parameter
+        rows of the older 4-column layout are widened, and the ladder columns are recomputed
+        from the restored gammas.  ``need(ok, rule)`` raises the
         caller's error; ``what`` names this object in its messages."""
         F, G = self.n_kernels, self.n_groups
-        for name, arr, shape in (("codes", self.codes, (F,)), ("params", self.params, (F, 4)),
+        if self.params.ndim == 2 and self.params.shape == (F, 4):
+            self.params = _widen_params(self.params)  # a file from before the ladder columns
+        for name, arr, shape in (("codes", self.codes, (F,)), ("params", self.params, (F, _ck.N_PARAMS)),
                                  ("kgroup", self.kgroup, (F,)), ("gl1", self.gl1, (G,)),
                                  ("gptr", self.gptr, (G + 1,))):
             need(arr.shape == shape, f"{what}.{name} has shape {arr.shape}, expected {shape}")
         fresh = CompiledKernels(self.kernels)
         need(np.array_equal(self.codes, fresh.codes) and np.array_equal(self.kgroup, fresh.kgroup)
-             and np.array_equal(self.gl1, fresh.gl1) and np.array_equal(self.params[:, 3], fresh.params[:, 3]),
+             and np.array_equal(self.gl1, fresh.gl1)
+             and np.array_equal(self.params[:, _ck.P_NORMALIZE], fresh.params[:, _ck.P_NORMALIZE]),
              f"the {what} kernel codes and groups do not match the kernels parameter")
+        self.find_ladders()  # derived from the restored gammas, not read from the file
+
+
+def _widen_params(params: np.ndarray) -> np.ndarray:
+    """Parameter rows of an older layout (the first columns) padded to ``N_PARAMS`` columns."""
+    out = np.zeros((params.shape[0], _ck.N_PARAMS))
+    out[:, :params.shape[1]] = params
+    return out
 
 
 def _to_ranges(cols: np.ndarray) -> list[tuple[int, int]]:

@@ -167,8 +167,10 @@ class BaseKernels:
                                  "kernel group")
             self.ck.gfrozen = np.array(frozen, dtype=bool)
         params = arrays.get("ck_params")
-        if params is not None and params.shape == self.ck.params.shape:
-            self.ck.params[:] = params
+        if params is not None and params.ndim == 2 and params.shape[0] == self.ck.n_kernels \
+                and params.shape[1] in (4, self.ck.params.shape[1]):  # 4 columns: before the ladder columns
+            self.ck.params[:, :params.shape[1]] = params
+            self.ck.find_ladders()
 
     @property
     def mode(self) -> int:

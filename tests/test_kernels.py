@@ -564,11 +564,12 @@ def test_signed_weights_are_the_scalar_formula_bit_for_bit():
 
 
 @numba.njit(cache=False)
-def _rows_njit(x, S, i0, m, c0, c1, out):
-    return ck._dot8_rows(x, c0 * 8, S, i0 * S.strides[0] + c0 * 8, S.strides[0], m, c1 - c0, out, 0)
+def _rows_njit(x, S, i0, m, c0, c1, out, nrm, xg, sq):
+    return ck._dot8_rows(x, c0 * 8, S, i0 * S.strides[0] + c0 * 8, S.strides[0], m, c1 - c0, out, 0,
+                         nrm, i0 * nrm.strides[0] + nrm.strides[1], nrm.strides[0], xg, sq, 0)
 
 
-@pytest.mark.parametrize("c0, c1", [(0, 0), (0, 1), (0, 8), (2, 13), (0, 16), (3, 40), (0, 70)])
+@pytest.mark.parametrize("c0, c1", [(0, 0), (0, 1), (0, 8), (2, 13), (0, 16), (1, 26), (3, 40), (0, 70)])
 @pytest.mark.parametrize("m", [0, 7, 8, 9, 24, 31])
 def test_eight_row_dots_equal_row_dot_bit_for_bit(c0, c1, m):
     """_dot8_rows (eight rows per vector, transposed reduction) gives row_dot's numbers exactly."""
@@ -577,9 +578,83 @@ def test_eight_row_dots_equal_row_dot_bit_for_bit(c0, c1, m):
     x = rng.normal(size=70)
     S[12] = -0.0 * x  # a dot product of -0.0 terms: the block gives +0.0, as 0.0 + row_dot does
     out = np.full(40, 7.0)
-    done = _rows_njit(x, S, 5, m, c0, c1, out)
+    sq = np.full(40, 7.0)
+    nrm = np.stack([np.full(50, -1.0), (S[:, c0:c1] ** 2).sum(axis=1), np.zeros(50)], axis=1)  # column 1
+    nrm[20, 1] = np.nan
+    xg = float(x[c0:c1] @ x[c0:c1])
+    done = _rows_njit(x, S, 5, m, c0, c1, out, nrm, xg, sq)
     assert done == m - m % 8
     for t in range(done):
         ref = 0.0 + ck._dot_lanes_ref(x, S, 5 + t, c0, c1)
         assert out[t] == ref and np.signbit(out[t]) == np.signbit(ref)
-    assert np.all(out[done:] == 7.0)  # nothing past the rows done written
+        d2 = xg + nrm[5 + t, 1] - 2.0 * ref
+        assert sq[t] == (d2 if d2 > 0.0 else 0.0)  # block_quantities' formula, NaN -> 0
+    assert np.all(out[done:] == 7.0) and np.all(sq[done:] == 7.0)  # nothing past the rows done written
+
+
+# -- RBF ladders: narrower Gaussians as powers of a wider one's values -----------------------------
+
+
+def _ladders(kernels, d=16):
+    c = CompiledKernels(check_kernels(kernels))
+    c.set_columns(resolve_group_columns(c.groups, d))
+    return [(int(c.params[j, ck.P_LADDER_K]), int(c.params[j, ck.P_LADDER_BASE])) for j in range(c.n_kernels)]
+
+
+def test_ladders_found_only_where_they_are_exact():
+    # the default set: gamma_scale 0.1, 1, 10 -> the two narrower ones from the widest (0.1/16 * 10
+    # is not 1/16 in floating point: the 8-ulp tolerance matters), each from a direct base
+    assert _ladders(None)[:3] == [(0, 0), (10, 0), (100, 0)]
+    assert _ladders(None, d=7)[:3] == [(0, 0), (10, 0), (100, 0)]
+    # a base must come first, be on the same group, and be computed directly; k in LADDER_KS
+    assert _ladders([RBF(gamma=1.0), RBF(gamma=0.5)]) == [(0, 0), (0, 0)]
+    assert _ladders([RBF(gamma=0.5), RBF(gamma=1.0, group=(0, 1))]) == [(0, 0), (0, 0)]
+    assert _ladders([RBF(gamma=0.5), RBF(gamma=1.25)]) == [(0, 0), (0, 0)]  # ratio 2.5
+    assert _ladders([RBF(gamma=0.5), RBF(gamma=0.5 * 129)]) == [(0, 0), (0, 0)]
+    assert _ladders([RBF(gamma=0.5), RBF(gamma=0.5 * 128)]) == [(0, 0), (128, 0)]
+    assert _ladders([RBF(gamma=0.5), RBF(gamma=0.5 * 17)]) == [(0, 0), (0, 0)]  # not in LADDER_KS
+    assert _ladders([RBF(gamma=1e-300), RBF(gamma=1e300)]) == [(0, 0), (0, 0)]
+    assert _ladders([RBF(gamma=0.5), RBF(gamma=0.5 * (3 + 1e-9))]) == [(0, 0), (0, 0)]
+    # the smallest k wins, and a ladder kernel is no base: 0.2 = 0.1 * 2, 0.4 = 0.2 * 2 but 0.2 is a ladder
+    assert _ladders([RBF(gamma=0.1), RBF(gamma=0.2), RBF(gamma=0.4), Laplacian(gamma=0.2)]) == \
+        [(0, 0), (2, 0), (4, 0), (0, 0)]
+    assert _ladders([RBF(gamma=0.1), RBF(gamma=0.3), RBF(gamma=0.6)]) == [(0, 0), (3, 0), (6, 0)]
+
+
+@numba.njit(cache=False)
+def _ladder_scalar(v, k, lo, out):
+    for i in range(v.shape[0]):
+        out[i] = ck.ladder_value(v[i], k, lo)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 10, 16, 100, 127, 128])
+def test_ladder_block_equals_scalar_ladder_and_exp(k):
+    """The blocked passes give the scalar chain's bits; both are exp(-k g s) to ~k ulps, 0 below the floor."""
+    rng = np.random.default_rng(k)
+    s = np.concatenate([rng.exponential(3.0, size=500) / k, [0.0, ck.EXP_FLOOR / -k * 0.999, 708.5 / k, 800.0 / k]])
+    base = np.empty_like(s)
+    _exp_neg_loop(-s, base)
+    lo = np.exp(ck.EXP_FLOOR / k)
+    blocked = np.full(s.size + 3, -1.0)
+    ck.ladder_block(np.concatenate([[9.0, 9.0], base, [9.0]]), s.size, k, lo, blocked, 2)
+    scalar = np.empty_like(s)
+    _ladder_scalar(base, k, lo, scalar)
+    assert np.array_equal(blocked[2:2 + s.size], scalar) and np.all(blocked[:2] == -1.0) and blocked[-1] == -1.0
+    exact = np.exp(-np.longdouble(k) * s.astype(np.longdouble))  # k s rounded in double costs up to 8e-14
+    live = base >= lo
+    assert np.all(np.abs(scalar[live] - exact[live]) <= (k + 2 * np.log2(k) + 4) * 2.0 ** -52 * exact[live])
+    assert np.all(scalar[~live] == 0.0) and np.all(exact[~live] < 1e-300)
+    assert scalar[s.size - 4] == 1.0  # distance 0: exactly 1
+
+
+def test_ladder_kernel_rows_match_sklearn_and_the_direct_exponential():
+    """Rows with ladders (default set) against sklearn's rbf_kernel: the same agreement the direct path has."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 16))
+    Z = rng.normal(size=(40, 16))
+    K = kernel_matrix(X, Z)
+    c = CompiledKernels(check_kernels(None))
+    c.set_columns(resolve_group_columns(c.groups, 16))
+    for j in range(3):
+        R = pairwise.rbf_kernel(X, Z, gamma=c.params[j, 0])
+        np.testing.assert_allclose(K[j], R, rtol=1e-13, atol=1e-300)

@@ -439,3 +439,27 @@ def test_value_encoding_round_trips():
     nan = persist.decode_value(persist.encode_value(float("nan")))
     assert nan != nan
     assert type(persist.decode_value(persist.encode_value(np.int64(3)))) is int
+
+
+def test_files_from_before_the_ladder_columns_load_and_predict_the_same(saved, tmp_path):
+    """Parameter rows of the older 4-column layout (no RBF ladder columns) load; the ladders are
+    derived again from the restored gammas, and the model predicts exactly as before."""
+    import hashlib
+    import io
+
+    pipe, path = saved
+
+    def edit(entries, meta):
+        name = "arrays/2/ck.params.npy"
+        arr = np.load(io.BytesIO(entries[name]))
+        assert arr.shape[1] == 8 and np.any(arr[:, 4] >= 2)  # the default set has ladders
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(arr[:, :4]))
+        entries[name] = buf.getvalue()
+        meta["entries"][name] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "size": len(buf.getvalue())}
+
+    old = load(rewrite(path, tmp_path / "old.omkl", edit_entries=edit))
+    new = load(path)
+    xs = [x for x, _ in stream(30, seed=21)]
+    assert [old.predict_proba_one(x) for x in xs] == [new.predict_proba_one(x) for x in xs]
+    assert [pipe.predict_one(x) for x in xs] == [new.predict_one(x) for x in xs]

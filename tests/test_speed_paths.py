@@ -29,7 +29,8 @@ KERNEL_SETS = {
     # loop), one dot kernel alone on a group, two RBFs beside a B-spline (stored distances)
     "more": (Linear(), Polynomial(degree=4, offset=0.5), Laplacian(gamma=0.1),
              Polynomial(degree=2, group=(0, 1)),
-             RBF(gamma=0.5, group=(2, 3, 4)), RBF(gamma=0.05, group=(2, 3, 4)), BSpline(h=3.0, group=(2, 3, 4))),
+             RBF(gamma=0.5, group=(2, 3, 4)), RBF(gamma=0.05, group=(2, 3, 4)), BSpline(h=3.0, group=(2, 3, 4)),
+             RBF(gamma=1.5, group=(2, 3, 4))),  # a ladder (k = 3 on RBF(0.5)) beside stored distances
 }
 
 

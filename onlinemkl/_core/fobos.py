@@ -35,7 +35,7 @@ import numpy as np
 
 from .._config import njit
 from .buffer import EVICT_OLDEST
-from .kernels import (ROW_BLOCK, block_quantities, block_values, effective_diag, kernel_value,
+from .kernels import (ROW_BLOCK, block_quantities, block_values, effective_diag, kernel_value, ladder_base,
                       normalise, prepare_query, row_quantities)
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
@@ -104,7 +104,8 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
         block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
         for k in range(F):
             gi = kgroup[k]
-            block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0)
+            block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0,
+                         kv[ladder_base(params[k], k)])
         for t in range(m):
             i = i0 + t
             for k in range(F):

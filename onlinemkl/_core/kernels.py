@@ -58,6 +58,18 @@ _ROUND = 6755399441055744.0  # 1.5 * 2^52: adding and subtracting it rounds to t
 #: Below this exponent :func:`exp_neg` returns 0 (``exp(-708) = 3.3e-308``).
 EXP_FLOOR = -708.0
 
+#: Columns of a kernel's parameter row ``params[j]``: three kind-specific parameters
+#: (:func:`kernel_value`), the normalisation flag, then the ladder (see :func:`ladder_value`).
+P_NORMALIZE = 3
+P_LADDER_K = 4  # k >= 2: K_j = K_base^k; 0: computed directly
+P_LADDER_BASE = 5  # the base kernel's index (< j, on the same group, itself direct)
+P_LADDER_GAMMA = 6  # the base kernel's gamma (the per-row path evaluates the base itself)
+P_LADDER_LO = 7  # base values below exp(EXP_FLOOR / k) give 0 (no subnormal numbers on the way)
+N_PARAMS = 8
+#: The ladder exponents: each has its own compiled chain (:func:`_ladder8`).  k = 100 costs 6
+#: squarings and 2 products, 0.27 vs ~0.75 ns a value for an exponential.
+LADDER_KS = tuple(range(2, 17)) + (20, 25, 32, 50, 64, 100, 128)
+
 #: Bits of the per-group flags ``gl1[g]``.
 GROUP_L1 = 1
 GROUP_SQDIST = 2
@@ -375,8 +387,13 @@ def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m):
 
 
 @intrinsic
-def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off):
+def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off, nrm, n_off, n_row, xg, sq, q_off):
     """``out[t] = 0.0 + x . S_t`` for ``t < m - m % 8``, eight rows at a time, each in :func:`_dot8`'s order.
+
+    With the dot products, the squared distances as :func:`block_quantities` defines them:
+    ``sq[t] = max(0, (xg + nrm_t) - 2 out[t])`` (0 also for NaN), with ``nrm_t`` at byte
+    ``n_off + t n_row`` of ``nrm`` (the stored squared norms) and ``sq[t]`` at byte ``q_off +
+    8 t``; in Numba that loop did not vectorise (LLVM could not rule out overlaps).
 
     ``x``'s ``n`` contiguous float64 start at byte ``x_off``; row ``t`` of ``S`` at byte ``s_off +
     t s_row`` (contiguous along the row); ``out[t]`` is written at byte ``o_off + 8 t`` of ``out``.
@@ -392,16 +409,22 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off):
     if not (isinstance(x, types.Array) and isinstance(S, types.Array) and isinstance(out, types.Array)
             and x.dtype == types.float64 and S.dtype == types.float64 and out.dtype == types.float64):
         return None
-    sig = types.intp(x, types.intp, S, types.intp, types.intp, types.intp, types.intp, out, types.intp)
+    if not (isinstance(nrm, types.Array) and isinstance(sq, types.Array)
+            and nrm.dtype == types.float64 and sq.dtype == types.float64):
+        return None
+    sig = types.intp(x, types.intp, S, types.intp, types.intp, types.intp, types.intp, out, types.intp,
+                     nrm, types.intp, types.intp, types.float64, sq, types.intp)
 
     def codegen(context, builder, signature, args):
         from llvmlite import ir
         from numba.core import cgutils
 
-        xv, xo, sv, so, srow, mm, nn, ov, oo = args
+        xv, xo, sv, so, srow, mm, nn, ov, oo, nv_, no, nrow, xg, qv, qo = args
         xa = context.make_array(signature.args[0])(context, builder, xv)
         sa = context.make_array(signature.args[2])(context, builder, sv)
         oa = context.make_array(signature.args[7])(context, builder, ov)
+        na = context.make_array(signature.args[9])(context, builder, nv_)
+        qa = context.make_array(signature.args[13])(context, builder, qv)
         ity = nn.type
         i8p = ir.IntType(8).as_pointer()
         dbl = ir.DoubleType()
@@ -411,6 +434,8 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off):
         xp = builder.gep(builder.bitcast(xa.data, i8p), [xo])
         sp = builder.gep(builder.bitcast(sa.data, i8p), [so])
         op = builder.gep(builder.bitcast(oa.data, i8p), [oo])
+        npb = builder.gep(builder.bitcast(na.data, i8p), [no])
+        qpb = builder.gep(builder.bitcast(qa.data, i8p), [qo])
         zero = ir.Constant(vt, [0.0] * 8)
         eight = ir.Constant(ity, 8)
         nv = builder.sdiv(nn, eight)
@@ -424,39 +449,83 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off):
         def pair(a, b, lo, hi):
             return builder.fadd(shuffle(a, b, lo), shuffle(a, b, hi))
 
-        with cgutils.for_range(builder, nblocks) as blk:
-            rows = [builder.gep(sp, [builder.mul(builder.add(builder.mul(blk.index, eight), ir.Constant(ity, r)),
-                                                 srow)]) for r in range(8)]
-            for a in accs:
-                builder.store(zero, a)
-            with cgutils.for_range(builder, nv) as loop:
-                off = builder.mul(loop.index, ir.Constant(ity, 64))
-                xk = builder.load(builder.bitcast(builder.gep(xp, [off]), vt.as_pointer()), align=8)
+        def emit(nvc):
+            # a short row: x's vectors loaded once for all blocks (x is never written here; LLVM
+            # cannot tell, and would reload them after every store)
+            xks = [] if nvc is None else [
+                builder.load(builder.bitcast(builder.gep(xp, [ir.Constant(ity, 64 * kk)]), vt.as_pointer()), align=8)
+                for kk in range(nvc)]
+            with cgutils.for_range(builder, nblocks) as blk:
+                rows = [builder.gep(sp, [builder.mul(builder.add(builder.mul(blk.index, eight), ir.Constant(ity, r)),
+                                                     srow)]) for r in range(8)]
+                if nvc is None:
+                    for a in accs:
+                        builder.store(zero, a)
+                    with cgutils.for_range(builder, nv) as loop:
+                        off = builder.mul(loop.index, ir.Constant(ity, 64))
+                        xk = builder.load(builder.bitcast(builder.gep(xp, [off]), vt.as_pointer()), align=8)
+                        for r in range(8):
+                            sk = builder.load(builder.bitcast(builder.gep(rows[r], [off]), vt.as_pointer()),
+                                              align=8)
+                            builder.store(builder.call(vfma, [xk, sk, builder.load(accs[r])]), accs[r])
+                    A = [builder.load(a) for a in accs]
+                else:  # a short row: the vectors of the row unrolled (a loop of 1-4 turns costs ~30%)
+                    A = [zero] * 8
+                    for kk in range(nvc):
+                        off = ir.Constant(ity, 64 * kk)
+                        xk = xks[kk]
+                        for r in range(8):
+                            sk = builder.load(builder.bitcast(builder.gep(rows[r], [off]), vt.as_pointer()),
+                                              align=8)
+                            A[r] = builder.call(vfma, [xk, sk, A[r]])
+                # lanes k and k+4 of each row: rows (2q, 2q+1) -> one vector [u_2q,0..3, u_2q+1,0..3]
+                P = [pair(A[2 * q], A[2 * q + 1], [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
+                     for q in range(4)]
+                # u_0 + u_2 and u_1 + u_3 of each row: [v_r0, v_r1] for four rows per vector
+                Q = [pair(P[2 * h], P[2 * h + 1], [0, 1, 4, 5, 8, 9, 12, 13], [2, 3, 6, 7, 10, 11, 14, 15])
+                     for h in range(2)]
+                builder.store(pair(Q[0], Q[1], [0, 2, 4, 6, 8, 10, 12, 14], [1, 3, 5, 7, 9, 11, 13, 15]), res)
+                start = builder.mul(nv, eight)
+                with cgutils.for_range_slice(builder, start, nn, ir.Constant(ity, 1), inc=True) as (k, _):
+                    koff = builder.mul(k, eight)
+                    xe = builder.load(builder.bitcast(builder.gep(xp, [koff]), dbl.as_pointer()))
+                    xb = ir.Constant(vt, ir.Undefined)
+                    sg = ir.Constant(vt, ir.Undefined)
+                    for r in range(8):
+                        lane = ir.Constant(i32, r)
+                        xb = builder.insert_element(xb, xe, lane)
+                        se = builder.load(builder.bitcast(builder.gep(rows[r], [koff]), dbl.as_pointer()))
+                        sg = builder.insert_element(sg, se, lane)
+                    builder.store(builder.call(vfma, [xb, sg, builder.load(res)]), res)
+                dst = builder.gep(op, [builder.mul(blk.index, ir.Constant(ity, 64))])
+                dv = builder.fadd(zero, builder.load(res))
+                builder.store(dv, builder.bitcast(dst, vt.as_pointer()), align=8)
+                # squared distances: (xg + nrm_t) - 2 dot_t, negatives (rounding) and NaN -> 0
+                nv8 = ir.Constant(vt, ir.Undefined)
+                xgv = ir.Constant(vt, ir.Undefined)
                 for r in range(8):
-                    sk = builder.load(builder.bitcast(builder.gep(rows[r], [off]), vt.as_pointer()), align=8)
-                    builder.store(builder.call(vfma, [xk, sk, builder.load(accs[r])]), accs[r])
-            A = [builder.load(a) for a in accs]
-            # lanes k and k+4 of each row: rows (2q, 2q+1) -> one vector [u_2q,0..3, u_2q+1,0..3]
-            P = [pair(A[2 * q], A[2 * q + 1], [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
-                 for q in range(4)]
-            # u_0 + u_2 and u_1 + u_3 of each row: [v_r0, v_r1] for four rows per vector
-            Q = [pair(P[2 * h], P[2 * h + 1], [0, 1, 4, 5, 8, 9, 12, 13], [2, 3, 6, 7, 10, 11, 14, 15])
-                 for h in range(2)]
-            builder.store(pair(Q[0], Q[1], [0, 2, 4, 6, 8, 10, 12, 14], [1, 3, 5, 7, 9, 11, 13, 15]), res)
-            start = builder.mul(nv, eight)
-            with cgutils.for_range_slice(builder, start, nn, ir.Constant(ity, 1), inc=True) as (k, _):
-                koff = builder.mul(k, eight)
-                xe = builder.load(builder.bitcast(builder.gep(xp, [koff]), dbl.as_pointer()))
-                xb = ir.Constant(vt, ir.Undefined)
-                sg = ir.Constant(vt, ir.Undefined)
-                for r in range(8):
-                    lane = ir.Constant(i32, r)
-                    xb = builder.insert_element(xb, xe, lane)
-                    se = builder.load(builder.bitcast(builder.gep(rows[r], [koff]), dbl.as_pointer()))
-                    sg = builder.insert_element(sg, se, lane)
-                builder.store(builder.call(vfma, [xb, sg, builder.load(res)]), res)
-            dst = builder.gep(op, [builder.mul(blk.index, ir.Constant(ity, 64))])
-            builder.store(builder.fadd(zero, builder.load(res)), builder.bitcast(dst, vt.as_pointer()), align=8)
+                    t = builder.add(builder.mul(blk.index, eight), ir.Constant(ity, r))
+                    e = builder.load(builder.bitcast(builder.gep(npb, [builder.mul(t, nrow)]), dbl.as_pointer()))
+                    nv8 = builder.insert_element(nv8, e, ir.Constant(i32, r))
+                    xgv = builder.insert_element(xgv, xg, ir.Constant(i32, r))
+                d2 = builder.fsub(builder.fadd(xgv, nv8), builder.fmul(ir.Constant(vt, [2.0] * 8), dv))
+                d2 = builder.select(builder.fcmp_ordered(">", d2, zero), d2, zero)
+                qdst = builder.gep(qpb, [builder.mul(blk.index, ir.Constant(ity, 64))])
+                builder.store(d2, builder.bitcast(qdst, vt.as_pointer()), align=8)
+
+        done = builder.append_basic_block("rows.done")
+        generic = builder.append_basic_block("rows.generic")
+        sw = builder.switch(nv, generic)
+        for nvc in (1, 2, 3, 4):
+            case = builder.append_basic_block(f"rows.nv{nvc}")
+            sw.add_case(ir.Constant(ity, nvc), case)
+            builder.position_at_end(case)
+            emit(nvc)
+            builder.branch(done)
+        builder.position_at_end(generic)
+        emit(None)
+        builder.branch(done)
+        builder.position_at_end(done)
         return builder.mul(nblocks, eight)
 
     return sig, codegen
@@ -514,6 +583,119 @@ def group_row_dot(x, S, i, granges, r0, r1):
     return acc
 
 
+@njit_inline
+def ladder_value(v, k, lo):
+    """``v^k`` by squaring, for an RBF kernel on a ladder: ``exp(-k g s) = exp(-g s)^k``.
+
+    When a kernel set holds Gaussian kernels whose gammas are integer multiples of an earlier
+    one's on the same group (the default set's ``gamma_scale`` of 0.1, 1 and 10 are: 10x and
+    100x), the narrower ones are powers of the widest one's values: a few multiplications
+    each instead of an exponential (``CompiledKernels`` finds the ladders).  The powers
+    ``v^(2^b)`` are multiplied in, lowest bit first; :func:`ladder_block` runs the same
+    operations over a block, so the per-row and blocked values are the same bits.  A base
+    value below ``lo = exp(EXP_FLOOR / k)`` gives 0 (where ``exp_neg`` of the kernel's own
+    argument is 0 too), which keeps every intermediate power a normal number.  Relative
+    error: about ``k + log2 k`` ulps of the base's, e.g. 2.5e-14 for ``k = 100``, the same
+    order as the rounding of the argument ``g s`` itself feeds into a direct exponential.
+    """
+    c = v if v >= lo else 0.0
+    r = 1.0
+    first = True
+    while True:
+        if k & 1:
+            r = c if first else r * c
+            first = False
+        k >>= 1
+        if k == 0:
+            return r
+        c = c * c
+
+
+@intrinsic
+def _ladder8(typingctx, base, b_off, out, o_off, m, k, lo):
+    """:func:`ladder_value` on ``m - m % 8`` contiguous values, eight per ``<8 x double>`` vector.
+
+    Base values at byte ``b_off`` of ``base``, results at byte ``o_off`` of ``out``; returns the
+    number done (0 when ``k`` is not in :data:`LADDER_KS`).  One loop per exponent in
+    :data:`LADDER_KS`, chosen by a ``switch`` on ``k``: each is the straight chain of
+    :func:`ladder_value` for that ``k`` (the flush, the squarings, the products, in the same
+    order: the same bits), in registers.  Specialised because generic code computes products
+    it then discards, and those underflow (a microcode assist each: 5x slower on the build
+    machine for base values near 0.01 at ``k = 100``); Numba passes over whole blocks cost a
+    load, a store and a scratch allocation per operation and ran no faster than the
+    exponential they replace.
+    """
+    if not (isinstance(base, types.Array) and isinstance(out, types.Array)
+            and base.dtype == types.float64 and out.dtype == types.float64):
+        return None
+    sig = types.intp(base, types.intp, out, types.intp, types.intp, types.intp, types.float64)
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        from numba.core import cgutils
+
+        bv, bo, ov, oo, mm, kk, lo = args
+        ba = context.make_array(signature.args[0])(context, builder, bv)
+        oa = context.make_array(signature.args[2])(context, builder, ov)
+        ity = mm.type
+        i8p = ir.IntType(8).as_pointer()
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        bp = builder.gep(builder.bitcast(ba.data, i8p), [bo])
+        op = builder.gep(builder.bitcast(oa.data, i8p), [oo])
+        lov = ir.Constant(vt, ir.Undefined)
+        for lane in range(8):
+            lov = builder.insert_element(lov, lo, ir.Constant(ir.IntType(32), lane))
+        zero = ir.Constant(vt, [0.0] * 8)
+        nv = builder.sdiv(mm, ir.Constant(ity, 8))
+        done = cgutils.alloca_once_value(builder, ir.Constant(ity, 0))
+        end = builder.append_basic_block("ladder.end")
+        other = builder.append_basic_block("ladder.other")
+        sw = builder.switch(kk, other)
+        for kv in LADDER_KS:
+            block = builder.append_basic_block(f"ladder.k{kv}")
+            sw.add_case(ir.Constant(ity, kv), block)
+            builder.position_at_end(block)
+            with cgutils.for_range(builder, nv) as loop:
+                off = builder.mul(loop.index, ir.Constant(ity, 64))
+                v = builder.load(builder.bitcast(builder.gep(bp, [off]), vt.as_pointer()), align=8)
+                c = builder.select(builder.fcmp_ordered(">=", v, lov), v, zero)
+                r = None
+                e = kv
+                while True:  # ladder_value's loop, unrolled for this k
+                    if e & 1:
+                        r = c if r is None else builder.fmul(r, c)
+                    e >>= 1
+                    if e == 0:
+                        break
+                    c = builder.fmul(c, c)
+                builder.store(r, builder.bitcast(builder.gep(op, [off]), vt.as_pointer()), align=8)
+            builder.store(builder.mul(nv, ir.Constant(ity, 8)), done)
+            builder.branch(end)
+        builder.position_at_end(other)
+        builder.branch(end)
+        builder.position_at_end(end)
+        return builder.load(done)
+
+    return sig, codegen
+
+
+@njit
+def ladder_block(base, m, k, lo, out, o0):
+    """``out[o0 + t] = ladder_value(base[o0 + t], k, lo)`` for ``t < m``, the same bits: eight
+    values at a time by :func:`_ladder8` when both rows are contiguous, the rest one by one."""
+    t = 0
+    if base.strides[0] == 8 and out.strides[0] == 8:
+        t = _ladder8(base, o0 * 8, out, o0 * 8, m, k, lo)
+    for t in range(t, m):
+        out[o0 + t] = ladder_value(base[o0 + t], k, lo)
+
+
+@njit_inline
+def ladder_base(p, j):
+    """The row of values kernel ``j`` is computed from: its ladder's base, or ``j`` itself."""
+    return int(p[P_LADDER_BASE]) if p[P_LADDER_K] >= 2.0 else j
+
+
 @njit
 def kernel_value(code, p, dot, sqd, l1):
     """Raw (unnormalised) kernel value of one kind from the shared quantities.
@@ -533,6 +715,8 @@ def kernel_value(code, p, dot, sqd, l1):
             out *= base
         return out
     elif code == RBF:
+        if p[P_LADDER_K] >= 2.0:
+            return ladder_value(exp_neg(-p[P_LADDER_GAMMA] * sqd), int(p[P_LADDER_K]), p[P_LADDER_LO])
         return exp_neg(-p[0] * sqd)
     elif code == LAPLACIAN:
         return exp_neg(-p[0] * l1)
@@ -691,18 +875,20 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
             if r1 - r0 == 1:  # one column range (the common case): no loop over ranges per row
                 c0 = granges[r0, 0]
                 c1 = granges[r0, 1]
-                t = 0
-                if x.strides[0] == 8 and S.strides[1] == 8 and dots.strides[1] == 8:
-                    # eight rows at a time, the same numbers (see _dot8_rows)
-                    t = _dot8_rows(x, c0 * 8, S, i0 * S.strides[0] + c0 * 8, S.strides[0], m, c1 - c0,
-                                   dots, g * dots.strides[0])
-                for t in range(t, m):
+                t0 = 0
+                if x.strides[0] == 8 and S.strides[1] == 8 and dots.strides[1] == 8 and sqds.strides[1] == 8:
+                    # eight rows at a time, distances included, the same numbers (see _dot8_rows)
+                    t0 = _dot8_rows(x, c0 * 8, S, i0 * S.strides[0] + c0 * 8, S.strides[0], m, c1 - c0,
+                                    dots, g * dots.strides[0], ssq, i0 * ssq.strides[0] + g * ssq.strides[1],
+                                    ssq.strides[0], xsq[g], sqds, g * sqds.strides[0])
+                for t in range(t0, m):
                     dots[g, t] = 0.0 + row_dot(x, S, i0 + t, c0, c1)
             else:
+                t0 = 0
                 for t in range(m):
                     dots[g, t] = group_row_dot(x, S, i0 + t, granges, r0, r1)
             xg = xsq[g]
-            for t in range(m):
+            for t in range(t0, m):
                 d2 = xg + ssq[i0 + t, g] - 2.0 * dots[g, t]
                 sqds[g, t] = d2 if d2 > 0.0 else 0.0
         if (gl1[g] & GROUP_L1) != 0:
@@ -719,12 +905,14 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
 
 
 @njit
-def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0):
+def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0, base):
     """Kernel ``j``'s values on a block: ``out[o0 + t] = K_j(x, S_{i0+t})`` for ``t < m``.
 
     The kind is dispatched once per block, not once per row, and each loop
     has a straight body; the formulas are those of :func:`kernel_value` and
     :func:`normalise`, so the values are identical to the per-row functions.
+    ``base`` holds the block's values of kernel :func:`ladder_base` at the same offsets
+    (computed before: a ladder's base has a lower index); read only by a ladder kernel.
     """
     if code == LINEAR:
         for t in range(m):
@@ -754,9 +942,12 @@ def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0):
                     v *= base
                 out[o0 + t] = v
     elif code == RBF:
-        ng = -p[0]
-        for t in range(m):
-            out[o0 + t] = exp_neg(ng * sqds[t])
+        if p[P_LADDER_K] >= 2.0:
+            ladder_block(base, m, int(p[P_LADDER_K]), p[P_LADDER_LO], out, o0)
+        else:
+            ng = -p[0]
+            for t in range(m):
+                out[o0 + t] = exp_neg(ng * sqds[t])
     elif code == LAPLACIAN:
         ng = -p[0]
         for t in range(m):
@@ -785,7 +976,8 @@ def kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup,
     block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
     for j in range(codes.shape[0]):
         g = kgroup[j]
-        block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, out[j], i0)
+        block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, out[j], i0,
+                     out[ladder_base(params[j], j)])
 
 
 @njit
@@ -914,7 +1106,8 @@ def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, grange
         block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
         for j in range(F):
             g = kgroup[j]
-            block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, kv[j], 0)
+            block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, kv[j], 0,
+                         kv[ladder_base(params[j], j)])
         if dense:
             accumulate_block(kv, 0, m, coef, i0, ypos, yneg, ws, g_out)
             continue
@@ -986,7 +1179,7 @@ def values_from_products(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, js, codes, pa
         for k in range(js.shape[0]):
             j = js[k]
             block_values(j, codes[j], params[j], dots[a, i0:], d2[i0:], l1[a, i0:] if use_l1 else zero[i0:], m,
-                         xdiag[a, j], zdiag, i0, out[j, a], i0)
+                         xdiag[a, j], zdiag, i0, out[j, a], i0, out[ladder_base(params[j], j), a])
     if symmetric:
         T = 64
         for k in range(js.shape[0]):
@@ -1044,6 +1237,19 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
         is_lap[k] = codes[ejs[k]] == LAPLACIAN
     rbf = ejs[~is_lap]
     lap = ejs[is_lap]
+    # ladders (see ladder_value): each base's exponentials once, its ladder kernels from them
+    nr = rbf.shape[0]
+    in_ladder = np.zeros(nr, dtype=np.bool_)
+    for k in range(nr):
+        j = rbf[k]
+        if params[j, P_LADDER_K] >= 2.0:
+            in_ladder[k] = True
+            for k2 in range(nr):
+                if rbf[k2] == int(params[j, P_LADDER_BASE]):
+                    in_ladder[k2] = True
+    lad = rbf[in_ladder]
+    rbf = rbf[~in_ladder]
+    eb = np.empty(ns)
     # linear and polynomial kernels (degree <= 3) two at a time in one pass; the rest alone
     is_dot = np.zeros(ojs.shape[0], dtype=np.bool_)
     for k in range(ojs.shape[0]):
@@ -1053,7 +1259,7 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
     other = ojs[~is_dot]
     # squared distances in d2: computed per query when an RBF kernel needs them (with use_sqd the
     # RBF loops read sqd[a] directly), copied from sqd[a] / computed when a B-spline kernel does
-    need_d2 = not use_sqd and rbf.shape[0] > 0
+    need_d2 = not use_sqd and (rbf.shape[0] > 0 or lad.shape[0] > 0)
     for k in range(other.shape[0]):
         need_d2 = need_d2 or codes[other[k]] == BSPLINE
     d2m = np.empty((1, ns))
@@ -1079,7 +1285,7 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
             j = other[k]
             # raw values (column 3 of params_raw is 0), then the normalisation factors
             block_values(j, codes[j], params_raw[j], dots[a], d2, l1[a] if use_l1 else zero, ns, 0.0, zero2, 0,
-                         tmp, 0)
+                         tmp, 0, tmp)  # no RBF kernel here: no ladder
             wx = _norm_weight(w[j], params[j, 3], xdiag[a, j])
             if params[j, 3] != 0.0:
                 zj = zinv[j]
@@ -1115,6 +1321,23 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
             w0 = w[j0]
             for i in range(ns):
                 acc[a, i] += w0 * exp_neg(g0 * src[r, i])
+        for kb in range(lad.shape[0]):
+            jb = lad[kb]
+            if params[jb, P_LADDER_K] >= 2.0:
+                continue  # a ladder kernel: done with its base
+            gb = -params[jb, 0]
+            wb = w[jb]
+            for i in range(ns):
+                e = exp_neg(gb * src[r, i])
+                eb[i] = e
+                acc[a, i] += wb * e
+            for kl in range(lad.shape[0]):
+                jl = lad[kl]
+                if params[jl, P_LADDER_K] >= 2.0 and int(params[jl, P_LADDER_BASE]) == jb:
+                    ladder_block(eb, ns, int(params[jl, P_LADDER_K]), params[jl, P_LADDER_LO], tmp, 0)
+                    wl = w[jl]
+                    for i in range(ns):
+                        acc[a, i] += wl * tmp[i]
         for k in range(lap.shape[0]):
             j = lap[k]
             ng = -params[j, 0]
