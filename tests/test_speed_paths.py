@@ -72,7 +72,7 @@ def _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays):
 
 
 @pytest.mark.parametrize("kset", list(KERNEL_SETS))
-@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 63, 64, 65, 203])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 63, 64, 65, 203, 2 * ck.ROW_BLOCK + 77])
 def test_blocked_row_equals_reference_and_parallel(kset, n):
     x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n)
     ref = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
@@ -88,7 +88,7 @@ def test_blocked_row_equals_reference_and_parallel(kset, n):
 
 @pytest.mark.parametrize("kset", list(KERNEL_SETS))
 @pytest.mark.parametrize("n_coef", [1, "F"])
-@pytest.mark.parametrize("n", [0, 5, 130, 1300])
+@pytest.mark.parametrize("n", [0, 5, 130, ck.ROW_BLOCK + 276, 2 * ck.ROW_BLOCK + 77])
 @pytest.mark.parametrize("C", [2, 4, 6])  # dense accumulation up to ck.DENSE_OUTPUTS outputs, scatter above
 def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
     x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n, seed=3)
