@@ -170,7 +170,10 @@ class _GammaKernel(Kernel):
 class RBF(_GammaKernel):
     """Gaussian kernel ``exp(-gamma ||x - z||^2)``.
 
-    ``gamma=None`` means ``gamma_scale / d`` for a group of ``d`` features.
+    ``gamma=None`` means ``gamma_scale / d`` for a group of ``d`` features.  When an earlier
+    RBF kernel on the same group has ``gamma / k`` (``k`` in 2-16, 20, 25, 32, 50, 64, 100,
+    128), this kernel's values are that kernel's to the power ``k`` (a "ladder": a few
+    multiplications instead of an exponential, within ~``k`` ulps of it).
 
     >>> RBF(gamma=0.1).resolved_params(10)[0]
     0.1

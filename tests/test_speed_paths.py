@@ -253,3 +253,25 @@ def test_block_kernels_symmetric_equals_general():
     row = np.empty((F, 70))
     ck.kernel_row(X[3].copy(), ssq[3], sdiag[3], X, ssq, sdiag, 70, *ckern.arrays(), row)
     np.testing.assert_allclose(K_sym[:, 3, :], row, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("F", [1, 2, 5])
+@pytest.mark.parametrize("C", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("m", [0, 1, 7, 8, 130])
+def test_proximal_block_accumulation_equals_the_plain_sum(F, C, m):
+    """accumulate_per_kernel (weighted values x transposed beta, lane-order grid dots) against the
+    plain sum, every kernel and output, beta with zeros (as the multiclass hinge's rows)."""
+    from onlinemkl._core import fobos as cf
+
+    rng = np.random.default_rng(100 * F + 10 * C + m)
+    n, i0 = m + 40, 17
+    kv = rng.normal(size=(F, 256))
+    kv0 = kv.copy()
+    coef = rng.normal(size=(n + i0, F))
+    beta = rng.normal(size=(n + i0, C)) * (rng.random((n + i0, C)) < 0.5)
+    g = np.full((F, C), 0.25)
+    cf.accumulate_per_kernel(kv, m, coef, i0, beta, C, np.empty((C, 256)), g)
+    terms = kv0[:, None, :m] * coef[i0:i0 + m].T[:, None, :] * beta[i0:i0 + m].T[None, :, :]
+    expect = 0.25 + terms.sum(axis=2)
+    assert np.all(np.abs(g - expect) <= 1e-13 * (np.abs(terms).sum(axis=2) + 0.25))
+    assert np.array_equal(kv[:, :m], kv0[:, :m] * coef[i0:i0 + m].T)  # the weighted values, as documented

@@ -35,8 +35,8 @@ import numpy as np
 
 from .._config import njit
 from .buffer import EVICT_OLDEST
-from .kernels import (ROW_BLOCK, block_quantities, block_values, effective_diag, kernel_value, ladder_base,
-                      normalise, prepare_query, row_quantities)
+from .kernels import (GRID_A, GRID_B, ROW_BLOCK, _dot8_grid, _gather8, block_quantities, block_values,
+                      effective_diag, kernel_value, ladder_base, normalise, prepare_query, row_quantities)
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 
@@ -85,9 +85,10 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
 
     The buffer is read in blocks of :data:`ROW_BLOCK` rows, as OBSCURE's fused pass
     (:func:`onlinemkl._core.kernels.kernel_scores`): the per-group quantities of a block,
-    then every kernel's values from them (vectorised loops), then the accumulation.  The
-    kernel values equal :func:`kernel_value` / :func:`normalise` bit for bit and each
-    ``g[k, c]`` sums over the rows in order, so the result equals the row-at-a-time loop.
+    then every kernel's values from them (vectorised loops, equal to :func:`kernel_value` /
+    :func:`normalise` bit for bit), then the accumulation, :func:`accumulate_per_kernel`:
+    per block, a lane-order dot product for every (kernel, output) pair.  Every pass that
+    scores against the buffer goes through this function, so they all sum alike.
     """
     G = gptr.shape[0] - 1
     F = codes.shape[0]
@@ -98,7 +99,7 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
     sqds = np.empty((G, ROW_BLOCK))
     l1s = np.empty((G, ROW_BLOCK))
     kv = np.empty((F, ROW_BLOCK))
-    v = np.empty(F)
+    bt = np.empty((n_out, ROW_BLOCK))
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
         block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
@@ -106,15 +107,44 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
             gi = kgroup[k]
             block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0,
                          kv[ladder_base(params[k], k)])
-        for t in range(m):
-            i = i0 + t
-            for k in range(F):
-                v[k] = kv[k, t] * coef[i, k]
-            for c in range(n_out):
-                b = beta[i, c]
-                if b != 0.0:
-                    for k in range(F):
-                        g[k, c] += v[k] * b
+        accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
+
+
+@njit
+def accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g):
+    """``g[k, c] += sum_{t < m} (kv[k, t] coef[i0 + t, k]) beta[i0 + t, c]``; ``kv`` is overwritten.
+
+    ``kv[k, t]`` becomes the weighted value ``kv[k, t] * coef[i0 + t, k]``, ``bt[c, t] =
+    beta[i0 + t, c]`` (a transposed copy), and each ``g[k, c]`` gains the lane-order dot
+    product of the two rows, ``GRID_A`` kernels by up to ``GRID_B`` outputs per pass
+    (:func:`_dot8_grid`).  The row-by-row scatter it replaces (``g[k, c] += v_k b_c`` for every
+    nonzero ``b_c``) cost ~10 ns a row at 5 kernels and 3 outputs: store-to-load chains
+    through ``g`` and a branch per output; this is ~1 ns.  Zeros in ``beta`` add exact zeros.
+    ``kv`` and ``bt`` are C-contiguous scratch with ``>= m`` columns.
+    """
+    F = kv.shape[0]
+    for k in range(F):
+        t0 = 0
+        if kv.strides[1] == 8:  # eight at a time, the same products (_gather8)
+            t0 = _gather8(kv, k * kv.strides[0], coef, i0 * coef.strides[0] + k * coef.strides[1], coef.strides[0],
+                          m, True)
+        for t in range(t0, m):
+            kv[k, t] = kv[k, t] * coef[i0 + t, k]
+    for c in range(n_out):
+        t0 = 0
+        if bt.strides[1] == 8:
+            t0 = _gather8(bt, c * bt.strides[0], beta, i0 * beta.strides[0] + c * beta.strides[1], beta.strides[0],
+                          m, False)
+        for t in range(t0, m):
+            bt[c, t] = beta[i0 + t, c]
+    for j0 in range(0, F, GRID_A):
+        nj = min(GRID_A, F - j0)
+        for c0 in range(0, n_out, GRID_B):
+            nc = min(GRID_B, n_out - c0)
+            r = _dot8_grid(kv, j0 * kv.strides[0], kv.strides[0], nj, bt, c0 * bt.strides[0], bt.strides[0], nc, m)
+            for a in range(nj):
+                for c in range(nc):
+                    g[j0 + a, c0 + c] += r[GRID_B * a + c]
 
 
 @njit
@@ -254,41 +284,47 @@ def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, gr
         for c in range(n_out):
             ge[k, c] = 0.0
     xe = S[e, :].copy()
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
-    kv = np.empty(F)
+    xsq = ssq[e, :].copy()
+    xdiag = sdiag[e, :].copy()
+    # The kernel values of x_e against a block of rows at once (the blocked pass of the scores:
+    # the same bits as row_quantities + kernel_value + normalise row by row, ~10x faster), then
+    # the scalar bookkeeping row by row, in order.
+    dots = np.empty((G, ROW_BLOCK))
+    sqds = np.empty((G, ROW_BLOCK))
+    l1s = np.empty((G, ROW_BLOCK))
+    kv = np.empty((F, ROW_BLOCK))
     best = -1
     best_gain = 0.0
-    for i in range(n):
-        row_quantities(xe, ssq[e, :], S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        block_quantities(xe, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
         for k in range(F):
             gi = kgroup[k]
-            val = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
-            if params[k, 3] != 0.0:
-                val = normalise(val, sdiag[e, k], sdiag[i, k])
-            kv[k] = val
-        for c in range(n_out):
-            b = beta[i, c]
-            if b != 0.0:
-                for k in range(F):
-                    ge[k, c] += kv[k] * coef[i, k] * b
-        if i == e:
-            continue
-        rho, jj = parallel_classes(beta, e, i, n_out)
-        if jj == 0.0:
-            continue
-        gain = 0.0
-        for k in range(F):
-            kii = effective_diag(sdiag[i, k], params[k, 3])
-            if kii > 0.0:
-                a = sigma[k] * coef[e, k] * kv[k]
-                gain += a * a / kii
-        if gain > best_gain:
-            best_gain = gain
-            best = i
+            block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0,
+                         kv[ladder_base(params[k], k)])
+        for t in range(m):
+            i = i0 + t
+            for c in range(n_out):
+                b = beta[i, c]
+                if b != 0.0:
+                    for k in range(F):
+                        ge[k, c] += kv[k, t] * coef[i, k] * b
+            if i == e:
+                continue
+            rho, jj = parallel_classes(beta, e, i, n_out)
+            if jj == 0.0:
+                continue
+            gain = 0.0
             for k in range(F):
-                kej[k] = kv[k]
+                kii = effective_diag(sdiag[i, k], params[k, 3])
+                if kii > 0.0:
+                    a = sigma[k] * coef[e, k] * kv[k, t]
+                    gain += a * a / kii
+            if gain > best_gain:
+                best_gain = gain
+                best = i
+                for k in range(F):
+                    kej[k] = kv[k, t]
     return best
 
 
