@@ -146,6 +146,19 @@ def exp_neg(x):
     return v if x0 >= EXP_FLOOR else 0.0
 
 
+def _all_f64_arrays(*tys):
+    """Typing guard of the vector intrinsics below: every argument a float64 array."""
+    return all(isinstance(t, types.Array) and t.dtype == types.float64 for t in tys)
+
+
+def _byte_pointer(context, builder, aty, aval, off):
+    """An ``i8*`` to byte ``off`` of the data of array ``aval`` (Numba type ``aty``)."""
+    from llvmlite import ir
+
+    arr = context.make_array(aty)(context, builder, aval)
+    return builder.gep(builder.bitcast(arr.data, ir.IntType(8).as_pointer()), [off])
+
+
 #: Lanes of the dot products' fixed summation order (see :func:`lane_dot`).
 DOT_LANES = 8
 
@@ -251,8 +264,7 @@ def _dot8_grid(typingctx, a, a_off, a_row, na, b, b_off, b_row, nb, n):
     both FMA units busy.  Each accumulator is :func:`_dot8`'s lanes, reduced by the same tree,
     with the same tail, so every entry equals :func:`_dot8` on the same rows exactly.
     """
-    if not (isinstance(a, types.Array) and isinstance(b, types.Array)
-            and a.dtype == types.float64 and b.dtype == types.float64):
+    if not _all_f64_arrays(a, b):
         return None
     ret = types.UniTuple(types.float64, GRID_A * GRID_B)
     sig = ret(a, types.intp, types.intp, types.intp, b, types.intp, types.intp, types.intp, types.intp)
@@ -262,18 +274,14 @@ def _dot8_grid(typingctx, a, a_off, a_row, na, b, b_off, b_row, nb, n):
         from numba.core import cgutils
 
         av, ao, arow, na_, bv, bo, brow, nb_, nn = args
-        aa = context.make_array(signature.args[0])(context, builder, av)
-        ba = context.make_array(signature.args[4])(context, builder, bv)
-        i8p = ir.IntType(8).as_pointer()
         dbl = ir.DoubleType()
         vt = ir.VectorType(dbl, 8)
         ity = nn.type
         vfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
         sfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(dbl, [dbl, dbl, dbl]), "llvm.fma.f64")
 
-        def rows(arr, off, step, count, k):
+        def rows(base, step, count, k):
             # row pointers; rows past ``count`` alias row 0 (computed, then discarded)
-            base = builder.gep(builder.bitcast(arr.data, i8p), [off])
             out = []
             for r in range(k):
                 valid = builder.icmp_signed("<", ir.Constant(ity, r), count)
@@ -281,8 +289,8 @@ def _dot8_grid(typingctx, a, a_off, a_row, na, b, b_off, b_row, nb, n):
                 out.append((builder.gep(base, [roff]), valid))
             return out
 
-        ar = rows(aa, ao, arow, na_, GRID_A)
-        br = rows(ba, bo, brow, nb_, GRID_B)
+        ar = rows(_byte_pointer(context, builder, signature.args[0], av, ao), arow, na_, GRID_A)
+        br = rows(_byte_pointer(context, builder, signature.args[4], bv, bo), brow, nb_, GRID_B)
         accs = [[cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * 8)) for _ in br] for _ in ar]
         nv = builder.sdiv(nn, ir.Constant(ity, 8))
         with cgutils.for_range(builder, nv) as loop:
@@ -406,11 +414,7 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off, nrm, n_of
     ``0.0 +`` (as :func:`group_row_dot`'s sum) turns a ``-0.0`` into ``0.0``.  Every entry
     equals :func:`row_dot` on its row, bit for bit.
     """
-    if not (isinstance(x, types.Array) and isinstance(S, types.Array) and isinstance(out, types.Array)
-            and x.dtype == types.float64 and S.dtype == types.float64 and out.dtype == types.float64):
-        return None
-    if not (isinstance(nrm, types.Array) and isinstance(sq, types.Array)
-            and nrm.dtype == types.float64 and sq.dtype == types.float64):
+    if not _all_f64_arrays(x, S, out, nrm, sq):
         return None
     sig = types.intp(x, types.intp, S, types.intp, types.intp, types.intp, types.intp, out, types.intp,
                      nrm, types.intp, types.intp, types.float64, sq, types.intp)
@@ -420,22 +424,13 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off, nrm, n_of
         from numba.core import cgutils
 
         xv, xo, sv, so, srow, mm, nn, ov, oo, nv_, no, nrow, xg, qv, qo = args
-        xa = context.make_array(signature.args[0])(context, builder, xv)
-        sa = context.make_array(signature.args[2])(context, builder, sv)
-        oa = context.make_array(signature.args[7])(context, builder, ov)
-        na = context.make_array(signature.args[9])(context, builder, nv_)
-        qa = context.make_array(signature.args[13])(context, builder, qv)
         ity = nn.type
-        i8p = ir.IntType(8).as_pointer()
         dbl = ir.DoubleType()
         vt = ir.VectorType(dbl, 8)
         i32 = ir.IntType(32)
         vfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
-        xp = builder.gep(builder.bitcast(xa.data, i8p), [xo])
-        sp = builder.gep(builder.bitcast(sa.data, i8p), [so])
-        op = builder.gep(builder.bitcast(oa.data, i8p), [oo])
-        npb = builder.gep(builder.bitcast(na.data, i8p), [no])
-        qpb = builder.gep(builder.bitcast(qa.data, i8p), [qo])
+        xp, sp, op, npb, qpb = (_byte_pointer(context, builder, signature.args[k], v, o)
+                                for k, v, o in ((0, xv, xo), (2, sv, so), (7, ov, oo), (9, nv_, no), (13, qv, qo)))
         zero = ir.Constant(vt, [0.0] * 8)
         eight = ir.Constant(ity, 8)
         nv = builder.sdiv(nn, eight)
@@ -540,8 +535,7 @@ def _gather8(typingctx, dst, d_off, src, s_off, s_step, m, multiply):
     could not prove apart), 3x slower.  A copy or one IEEE product each: the same numbers as the
     scalar loop.
     """
-    if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
-            and dst.dtype == types.float64 and src.dtype == types.float64):
+    if not _all_f64_arrays(dst, src):
         return None
     sig = types.intp(dst, types.intp, src, types.intp, types.intp, types.intp, types.boolean)
 
@@ -550,14 +544,11 @@ def _gather8(typingctx, dst, d_off, src, s_off, s_step, m, multiply):
         from numba.core import cgutils
 
         dv, do, sv, so, sstep, mm, mul = args
-        da = context.make_array(signature.args[0])(context, builder, dv)
-        sa = context.make_array(signature.args[2])(context, builder, sv)
         ity = mm.type
-        i8p = ir.IntType(8).as_pointer()
         dbl = ir.DoubleType()
         vt = ir.VectorType(dbl, 8)
-        dp = builder.gep(builder.bitcast(da.data, i8p), [do])
-        sp = builder.gep(builder.bitcast(sa.data, i8p), [so])
+        dp = _byte_pointer(context, builder, signature.args[0], dv, do)
+        sp = _byte_pointer(context, builder, signature.args[2], sv, so)
         nv = builder.sdiv(mm, ir.Constant(ity, 8))
         mul_bit = context.cast(builder, mul, signature.args[6], types.boolean)
         mul_bit = builder.icmp_unsigned("!=", mul_bit, ir.Constant(mul_bit.type, 0))
@@ -678,8 +669,7 @@ def _ladder8(typingctx, base, b_off, out, o_off, m, k, lo):
     load, a store and a scratch allocation per operation and ran no faster than the
     exponential they replace.
     """
-    if not (isinstance(base, types.Array) and isinstance(out, types.Array)
-            and base.dtype == types.float64 and out.dtype == types.float64):
+    if not _all_f64_arrays(base, out):
         return None
     sig = types.intp(base, types.intp, out, types.intp, types.intp, types.intp, types.float64)
 
@@ -688,13 +678,10 @@ def _ladder8(typingctx, base, b_off, out, o_off, m, k, lo):
         from numba.core import cgutils
 
         bv, bo, ov, oo, mm, kk, lo = args
-        ba = context.make_array(signature.args[0])(context, builder, bv)
-        oa = context.make_array(signature.args[2])(context, builder, ov)
         ity = mm.type
-        i8p = ir.IntType(8).as_pointer()
         vt = ir.VectorType(ir.DoubleType(), 8)
-        bp = builder.gep(builder.bitcast(ba.data, i8p), [bo])
-        op = builder.gep(builder.bitcast(oa.data, i8p), [oo])
+        bp = _byte_pointer(context, builder, signature.args[0], bv, bo)
+        op = _byte_pointer(context, builder, signature.args[2], ov, oo)
         lov = ir.Constant(vt, ir.Undefined)
         for lane in range(8):
             lov = builder.insert_element(lov, lo, ir.Constant(ir.IntType(32), lane))
