@@ -515,7 +515,7 @@ def test_dot_grid_entries_equal_the_single_dot_bit_for_bit(n):
 
 
 @pytest.mark.parametrize("m", [0, 1, 7, 8, 13, 64, 509, 512])
-@pytest.mark.parametrize("C", [1, 2, 3, 4])
+@pytest.mark.parametrize("C", [1, 2, 3, 4, 5, 10])
 def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C):
     """The contiguous path (_signed_weights + _dot8_grid) gives the plain loops' numbers exactly."""
     rng = np.random.default_rng(10 * m + C)
@@ -530,7 +530,7 @@ def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C):
     g_fast = np.full((F, C), 0.5)
     ck.accumulate_block(kv, t0, m, coef, i0, ypos, yneg, np.empty((ck.GRID_B, 512)), g_fast)
     g_plain = np.full((F, C), 0.5)
-    ck.accumulate_block(kv, t0, m, coef, i0, ypos, yneg, np.empty((C, 512)), g_plain)  # too few rows: plain
+    ck.accumulate_block(kv, t0, m, coef, i0, ypos, yneg, np.empty((3, 512)), g_plain)  # too few rows: plain
     g_strided = np.full((F, C), 0.5)
     kv_strided = np.repeat(kv, 2, axis=1)[:, ::2]
     ck.accumulate_block(kv_strided, t0, m, coef, i0, ypos, yneg, np.empty((ck.GRID_B, 512)), g_strided)
@@ -541,8 +541,8 @@ def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C):
 
 
 @numba.njit(cache=False)
-def _signed_weights_njit(coef, ypos, yneg, i0, ws, m):
-    ck._signed_weights(coef, ypos, yneg, i0, ws, m)
+def _signed_weights_njit(coef, ypos, yneg, i0, ws, m, c0):
+    ck._signed_weights(coef, ypos, yneg, i0, ws, m, c0)
 
 
 def test_signed_weights_are_the_scalar_formula_bit_for_bit():
@@ -553,14 +553,16 @@ def test_signed_weights_are_the_scalar_formula_bit_for_bit():
     coef[6] = 0.0
     ypos = rng.integers(0, 4, size=n)
     yneg = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 4, size=n))
-    ws = np.full((ck.GRID_B, 64), 7.0)
-    _signed_weights_njit(coef, ypos, yneg, 9, ws, 61)
-    for c in range(ck.GRID_B):
-        for t in range(61):
-            i = 9 + t
-            want = coef[i, 0] * float(int(ypos[i] == c) - int(yneg[i] == c))
-            assert ws[c, t] == want and np.signbit(ws[c, t]) == np.signbit(want)
-        assert np.all(ws[c, 61:] == 7.0)  # nothing past m written
+    ypos[::7] += 4  # outputs past the first GRID_B
+    for c0 in (0, 2, 4):
+        ws = np.full((ck.GRID_B, 64), 7.0)
+        _signed_weights_njit(coef, ypos, yneg, 9, ws, 61, c0)
+        for c in range(ck.GRID_B):
+            for t in range(61):
+                i = 9 + t
+                want = coef[i, 0] * float(int(ypos[i] == c0 + c) - int(yneg[i] == c0 + c))
+                assert ws[c, t] == want and np.signbit(ws[c, t]) == np.signbit(want)
+            assert np.all(ws[c, 61:] == 7.0)  # nothing past m written
 
 
 @numba.njit(cache=False)

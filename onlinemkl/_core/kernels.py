@@ -333,8 +333,9 @@ def _dot8_grid(typingctx, a, a_off, a_row, na, b, b_off, b_row, nb, n):
 
 
 @intrinsic
-def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m):
-    """``ws[c, t] = coef[i0 + t, 0] * (int(ypos[i0 + t] == c) - int(yneg[i0 + t] == c))`` for ``c < GRID_B``, ``t < m``.
+def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m, c0):
+    """``ws[c, t] = coef[i0 + t, 0] * (int(ypos[i0 + t] == c0 + c) - int(yneg[i0 + t] == c0 + c))``
+    for ``c < GRID_B``, ``t < m``: the outputs ``c0 .. c0 + GRID_B - 1``.
 
     The per-output signed coefficients of :func:`accumulate_block`, eight rows per ``<8 x double>``
     vector.  Written in LLVM vectors because LLVM does not vectorise the loop in Numba (it
@@ -347,13 +348,13 @@ def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m):
             and isinstance(yneg, types.Array) and coef.dtype == types.float64 and ws.dtype == types.float64
             and ypos.dtype == types.int64 and yneg.dtype == types.int64):
         return None
-    sig = types.void(coef, ypos, yneg, types.intp, ws, types.intp)
+    sig = types.void(coef, ypos, yneg, types.intp, ws, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
         from llvmlite import ir
         from numba.core import cgutils
 
-        cv, pv, nv_, i0, wv, mm = args
+        cv, pv, nv_, i0, wv, mm, c0 = args
         ca = context.make_array(signature.args[0])(context, builder, cv)
         pa = context.make_array(signature.args[1])(context, builder, pv)
         na = context.make_array(signature.args[2])(context, builder, nv_)
@@ -377,7 +378,12 @@ def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m):
             it = i64 if lanes == 1 else ir.VectorType(i64, lanes)
             ft = dbl if lanes == 1 else ir.VectorType(dbl, lanes)
             for c in range(GRID_B):
-                cc = ir.Constant(it, c) if lanes == 1 else ir.Constant(it, [c] * lanes)
+                cs = builder.add(c0, ir.Constant(ity, c))
+                cc = cs
+                if lanes > 1:
+                    cc = ir.Constant(it, ir.Undefined)
+                    for lane in range(lanes):
+                        cc = builder.insert_element(cc, cs, ir.Constant(ir.IntType(32), lane))
                 sgn = builder.sub(builder.zext(builder.icmp_signed("==", yp, cc), it),
                                   builder.zext(builder.icmp_signed("==", yn, cc), it))
                 row = builder.gep(wbase, [builder.mul(ir.Constant(ity, c), wrow)])
@@ -1058,11 +1064,10 @@ def kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
 
 #: Up to this many outputs (columns of the score array), scores shared by all kernels
 #: (one coefficient per stored row) are accumulated densely, by :func:`accumulate_block`.
-#: Its cost grows with the outputs (every row, every output), the scatter's does not:
-#: measured at 10^4 x 16, 5 kernels: 2 outputs 9.4 vs 12.6 ns a row, 4: 12.1 vs 13.1,
-#: 8: 17.1 vs 12.9.
-DENSE_OUTPUTS = 4
-assert DENSE_OUTPUTS <= GRID_B  # accumulate_block's grid holds every output
+#: Its cost grows with the outputs (every row, every output, ``GRID_B`` at a time), the
+#: row-by-row scatter's does not: measured at 10^4 rows, 5 kernels, ns a row, dense vs
+#: scatter: 4 outputs 1.1 vs 3.8, 8: 2.4 vs 3.6, 12: 3.2 vs 3.4, 16: 3.8 vs 3.4, 24: 6.2 vs 3.2.
+DENSE_OUTPUTS = 12
 
 
 @njit_inline
@@ -1083,35 +1088,40 @@ def accumulate_block(kv, t0, m, coef, i0, ypos, yneg, ws, g_out):
     block of rows, lanes within the block) is part of the definition: the fused pass
     (:func:`kernel_scores`), the parallel path (:func:`accumulate_scores`) and ``fit``'s gather
     all go through this function with blocks aligned at multiples of :data:`ROW_BLOCK`, so
-    they agree bit for bit.  ``ws`` is scratch of shape ``(GRID_B, >= m)`` (``(C, >= m)`` is
-    enough for the fallback).  On contiguous arrays (every caller's) the weights are built by
-    :func:`_signed_weights` and the ``F x C`` dot products run ``GRID_A`` kernels at a time
-    through :func:`_dot8_grid` (every entry is :func:`_dot8`'s, bit for bit): at 10^4 x 16,
-    5 kernels, 3 outputs, 0.8 instead of 5.3 ns a row.  Other layouts take the plain loops,
-    with the same numbers.
+    they agree bit for bit.  ``ws`` is scratch of shape ``(GRID_B, >= m)``: the outputs are
+    taken ``GRID_B`` at a time (the fallback takes as many as ``ws`` has rows).  On contiguous
+    arrays (every caller's) the weights are built by :func:`_signed_weights` and the ``F x C``
+    dot products run ``GRID_A`` kernels at a time through :func:`_dot8_grid` (every entry is
+    :func:`_dot8`'s, bit for bit): at 10^4 x 16, 5 kernels, 3 outputs, 0.8 instead of 5.3 ns a
+    row.  Other layouts take the plain loops, with the same numbers.
     """
     C = g_out.shape[1]
     F = kv.shape[0]
     if (kv.strides[1] == 8 and ws.strides[1] == 8 and ws.shape[0] >= GRID_B and coef.strides[0] == 8
             and ypos.strides[0] == 8 and yneg.strides[0] == 8):
-        _signed_weights(coef, ypos, yneg, i0, ws, m)
-        # every (kernel, output) pair of GRID_A kernels in one pass: identical sums, 8 chains at once
-        for j0 in range(0, F, GRID_A):
-            nj = min(GRID_A, F - j0)
-            r = _dot8_grid(kv, j0 * kv.strides[0] + t0 * 8, kv.strides[0], nj, ws, 0, ws.strides[0], C, m)
-            for a in range(nj):
-                for c in range(C):
-                    g_out[j0 + a, c] += r[GRID_B * a + c]
+        for c0 in range(0, C, GRID_B):
+            nc = min(GRID_B, C - c0)
+            _signed_weights(coef, ypos, yneg, i0, ws, m, c0)
+            # every (kernel, output) pair of GRID_A kernels in one pass: identical sums, 8 chains at once
+            for j0 in range(0, F, GRID_A):
+                nj = min(GRID_A, F - j0)
+                r = _dot8_grid(kv, j0 * kv.strides[0] + t0 * 8, kv.strides[0], nj, ws, 0, ws.strides[0], nc, m)
+                for a in range(nj):
+                    for c in range(nc):
+                        g_out[j0 + a, c0 + c] += r[GRID_B * a + c]
         return
-    for c in range(C):
-        for t in range(m):
-            i = i0 + t
-            # arithmetic, not a branch: random classes would mispredict one
-            ws[c, t] = coef[i, 0] * (int(ypos[i] == c) - int(yneg[i] == c))
-    for j in range(F):
-        for c in range(C):
-            g_out[j, c] += _dot8(kv, j * kv.strides[0] + t0 * kv.strides[1], kv.strides[1],
-                                 ws, c * ws.strides[0], ws.strides[1], m)
+    nw = ws.shape[0]
+    for c0 in range(0, C, nw):
+        nc = min(nw, C - c0)
+        for c in range(nc):
+            for t in range(m):
+                i = i0 + t
+                # arithmetic, not a branch: random classes would mispredict one
+                ws[c, t] = coef[i, 0] * (int(ypos[i] == c0 + c) - int(yneg[i] == c0 + c))
+        for j in range(F):
+            for c in range(nc):
+                g_out[j, c0 + c] += _dot8(kv, j * kv.strides[0] + t0 * kv.strides[1], kv.strides[1],
+                                          ws, c * ws.strides[0], ws.strides[1], m)
 
 
 @njit
