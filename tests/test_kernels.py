@@ -660,3 +660,18 @@ def test_ladder_kernel_rows_match_sklearn_and_the_direct_exponential():
     for j in range(3):
         R = pairwise.rbf_kernel(X, Z, gamma=c.params[j, 0])
         np.testing.assert_allclose(K[j], R, rtol=1e-13, atol=1e-300)
+
+
+def test_ladder_kernels_in_the_symmetric_training_matrices():
+    """fit's own kernel matrices (one symmetric product, upper triangle mirrored) with ladders
+    equal the general path and scikit-learn."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(70, 16))
+    K = kernel_matrix(X)  # Z defaults to X: the symmetric path
+    K2 = kernel_matrix(X, X.copy())
+    np.testing.assert_allclose(K, K2, rtol=1e-13, atol=1e-15)
+    assert all(np.array_equal(K[j], K[j].T) for j in range(K.shape[0]))
+    c = CompiledKernels(check_kernels(None))
+    c.set_columns(resolve_group_columns(c.groups, 16))
+    for j in (1, 2):  # the ladder kernels
+        np.testing.assert_allclose(K[j], pairwise.rbf_kernel(X, gamma=c.params[j, 0]), rtol=1e-13, atol=1e-300)
