@@ -395,9 +395,9 @@ class CompiledKernels:
         An RBF kernel ``j`` goes on a ladder when an earlier RBF kernel ``b`` on the same group,
         itself computed directly, has ``gamma_j = k gamma_b`` for an integer ``k`` in
         ``LADDER_KS`` (2 to 16, 20, 25, 32, 50, 64, 100, 128; to 8 ulps: ``0.1 / d`` times 10
-        need not round to ``1 / d``); the smallest such ``k`` wins.  Then ``K_j = K_b^k`` by squaring, a few multiplications
-        instead of an exponential.  The columns are derived data: recomputed whenever the
-        gammas change or are restored, never trusted from a file.
+        need not round to ``1 / d``); the smallest such ``k`` wins.  Then ``K_j = K_b^k`` by
+        squaring, a few multiplications instead of an exponential.  The columns are derived
+        data: recomputed whenever the gammas change or are restored, never trusted from a file.
         """
         p = self.params
         p[:, _ck.P_LADDER_K:] = 0.0

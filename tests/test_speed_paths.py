@@ -89,7 +89,8 @@ def test_blocked_row_equals_reference_and_parallel(kset, n):
 @pytest.mark.parametrize("kset", list(KERNEL_SETS))
 @pytest.mark.parametrize("n_coef", [1, "F"])
 @pytest.mark.parametrize("n", [0, 5, 130, ck.ROW_BLOCK + 276, 2 * ck.ROW_BLOCK + 77])
-@pytest.mark.parametrize("C", [2, 4, 6, 11, 13])  # dense up to ck.DENSE_OUTPUTS outputs (GRID_B at a time), scatter above
+# dense accumulation up to ck.DENSE_OUTPUTS outputs (GRID_B at a time), the scatter above
+@pytest.mark.parametrize("C", [2, 4, 6, 11, 13])
 def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
     x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n, seed=3)
     F = arrays[0].shape[0]

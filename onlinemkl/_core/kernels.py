@@ -1269,8 +1269,9 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, ojs, ejs, codes,
     Row by row: the squared distances, then every kernel with :func:`block_values`'
     formulas in straight loops, the RBF and Laplacian ones with :func:`exp_neg`
     (vectorised) accumulated straight into ``acc`` (no array of exponents goes to
-    memory and back; up to three RBF kernels share one pass over the distances).  RBF and Laplacian kernels have a unit raw diagonal, so
-    their normalisation is the identity.  A normalised kernel's value is
+    memory and back; up to three RBF kernels share one pass over the distances; a ladder's
+    kernels come from their base's exponentials, :func:`ladder_block`).  RBF and Laplacian
+    kernels have a unit raw diagonal, so their normalisation is the identity.  A normalised kernel's value is
     ``K_j(x, z) * (1/sqrt(K_j(x, x))) * zinv[j, i]`` with ``zinv[j, i] = 1/sqrt(K_j(z_i, z_i))``
     computed once per batch (:func:`inv_sqrt_diag`; 0 where the diagonal is 0, as
     :func:`normalise`): two multiplications per pair instead of a square root and
