@@ -516,10 +516,11 @@ def test_dot_grid_entries_equal_the_single_dot_bit_for_bit(n):
 
 @pytest.mark.parametrize("m", [0, 1, 7, 8, 13, 64, 509, 512])
 @pytest.mark.parametrize("C", [1, 2, 3, 4, 5, 10])
-def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C):
-    """The contiguous path (_signed_weights + _dot8_grid) gives the plain loops' numbers exactly."""
-    rng = np.random.default_rng(10 * m + C)
-    n, F, i0, t0 = 1200, 5, 37, 3
+@pytest.mark.parametrize("F", [1, 5, 7, 11])
+def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C, F):
+    """The contiguous path (_signed_grid, passes of SIGNED_A kernels) gives the plain loops' numbers exactly."""
+    rng = np.random.default_rng(10 * m + C + 1000 * F)
+    n, i0, t0 = 1200, 37, 3
     coef = rng.normal(size=(n, 1)) * np.exp(rng.normal(size=(n, 1)) * 2)
     coef[::11] = 0.0
     ypos = rng.integers(0, C, size=n)
@@ -541,28 +542,32 @@ def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C):
 
 
 @numba.njit(cache=False)
-def _signed_weights_njit(coef, ypos, yneg, i0, ws, m, c0):
-    ck._signed_weights(coef, ypos, yneg, i0, ws, m, c0)
+def _signed_grid_njit(kv, t0, nk, coef, ypos, yneg, i0, c0, m):
+    return ck._signed_grid(kv, t0 * 8, kv.strides[0], nk, coef, ypos, yneg, i0, c0, m)
 
 
-def test_signed_weights_are_the_scalar_formula_bit_for_bit():
-    rng = np.random.default_rng(4)
-    n = 100
-    coef = rng.normal(size=(n, 1))
-    coef[5] = -0.0
-    coef[6] = 0.0
+@pytest.mark.parametrize("m", [0, 1, 7, 8, 9, 61, 64])
+def test_signed_grid_is_the_scalar_weights_dot_bit_for_bit(m):
+    """Every entry: the scalar signed weights' lane-order dot product with a kernel row, exactly."""
+    rng = np.random.default_rng(40 + m)
+    n, i0, t0 = 100, 9, 3
+    coef = rng.normal(size=(n, 1)) * np.exp(rng.normal(size=(n, 1)) * 2)
+    coef[i0 + 5] = -0.0
+    coef[i0 + 6] = 0.0
     ypos = rng.integers(0, 4, size=n)
     yneg = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 4, size=n))
     ypos[::7] += 4  # outputs past the first GRID_B
+    kv = rng.normal(size=(ck.SIGNED_A + 1, m + t0 + 2)) * np.exp(rng.normal(size=m + t0 + 2) * 3)
     for c0 in (0, 2, 4):
-        ws = np.full((ck.GRID_B, 64), 7.0)
-        _signed_weights_njit(coef, ypos, yneg, 9, ws, 61, c0)
-        for c in range(ck.GRID_B):
-            for t in range(61):
-                i = 9 + t
-                want = coef[i, 0] * float(int(ypos[i] == c0 + c) - int(yneg[i] == c0 + c))
-                assert ws[c, t] == want and np.signbit(ws[c, t]) == np.signbit(want)
-            assert np.all(ws[c, 61:] == 7.0)  # nothing past m written
+        w = np.array([[coef[i0 + t, 0] * float(int(ypos[i0 + t] == c0 + c) - int(yneg[i0 + t] == c0 + c))
+                       for t in range(m)] for c in range(ck.GRID_B)])
+        for nk in range(1, ck.SIGNED_A + 1):
+            out = _signed_grid_njit(kv, t0, nk, coef, ypos, yneg, i0, c0, m)
+            assert len(out) == ck.SIGNED_A * ck.GRID_B
+            for a in range(ck.SIGNED_A):
+                for c in range(ck.GRID_B):
+                    want = ck._dot_lanes_ref(w[c], kv[:, t0:t0 + m].copy(), a, 0, m) if a < nk else 0.0
+                    assert out[ck.GRID_B * a + c] == want
 
 
 @numba.njit(cache=False)

@@ -35,8 +35,8 @@ import numpy as np
 
 from .._config import njit
 from .buffer import EVICT_OLDEST
-from .kernels import (GRID_A, GRID_B, ROW_BLOCK, _dot8_grid, _gather8, block_quantities, block_values,
-                      effective_diag, kernel_value, ladder_base, normalise, prepare_query, row_quantities)
+from .kernels import (GRID_A, GRID_B, ROW_BLOCK, _borrowed, _dot8_grid, _gather8, effective_diag, kernel_row_block,
+                      kernel_value, normalise, prepare_query, row_quantities)
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 
@@ -100,14 +100,15 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
     l1s = np.empty((G, ROW_BLOCK))
     kv = np.empty((F, ROW_BLOCK))
     bt = np.empty((n_out, ROW_BLOCK))
+    B = _borrowed  # no reference counting per block (see kernel_scores)
+    x, xsq, xdiag, S, ssq, sdiag = B(x), B(xsq), B(xdiag), B(S), B(ssq), B(sdiag)
+    codes, params, kgroup, granges, gptr, gl1 = B(codes), B(params), B(kgroup), B(granges), B(gptr), B(gl1)
+    coef, beta, g = B(coef), B(beta), B(g)
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
-        for k in range(F):
-            gi = kgroup[k]
-            block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0,
-                         kv[ladder_base(params[k], k)])
-        accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                         B(dots), B(sqds), B(l1s), B(kv), 0)
+        accumulate_per_kernel(B(kv), m, coef, i0, beta, n_out, B(bt), g)
 
 
 @njit
@@ -297,11 +298,10 @@ def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, gr
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        block_quantities(xe, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
-        for k in range(F):
-            gi = kgroup[k]
-            block_values(k, codes[k], params[k], dots[gi], sqds[gi], l1s[gi], m, xdiag[k], sdiag, i0, kv[k], 0,
-                         kv[ladder_base(params[k], k)])
+        kernel_row_block(_borrowed(xe), _borrowed(xsq), _borrowed(xdiag), _borrowed(S), _borrowed(ssq),
+                         _borrowed(sdiag), i0, m, _borrowed(codes), _borrowed(params), _borrowed(kgroup),
+                         _borrowed(granges), _borrowed(gptr), _borrowed(gl1), _borrowed(dots), _borrowed(sqds),
+                         _borrowed(l1s), _borrowed(kv), 0)
         for t in range(m):
             i = i0 + t
             for c in range(n_out):

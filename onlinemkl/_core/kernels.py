@@ -159,6 +159,75 @@ def _byte_pointer(context, builder, aty, aval, off):
     return builder.gep(builder.bitcast(arr.data, ir.IntType(8).as_pointer()), [off])
 
 
+@intrinsic
+def _borrowed(typingctx, a):
+    """``a`` itself (same data, shape, strides and type), as an alias that owns no reference.
+
+    Numba takes a reference on every array argument when a function starts and drops it when
+    the function returns: an atomic increment and decrement each (``NRT_incref``/``NRT_decref``),
+    and on x86 every atomic is a locked instruction that first waits for all pending stores of
+    the loop before it.  A block loop calling a few functions per block of rows with a dozen
+    arrays between them paid ~20% of the fused score pass at 10^4 x 16 for it (``perf``).  The
+    alias made here has a null ``meminfo`` (as ``numba.carray`` views have), so every reference
+    count on it, in the function that made it and in all it calls, is a null check.  Only for
+    arrays that outlive every use of the alias: a function's own arguments, or scratch arrays
+    that are used again after the loop the alias is used in.  Never returned or stored.
+    """
+    if not isinstance(a, types.Array):
+        return None
+    sig = a(a)
+
+    def codegen(context, builder, signature, args):
+        from numba.core import cgutils
+
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        out = context.make_array(signature.return_type)(context, builder)
+        ndim = signature.args[0].ndim
+        context.populate_array(out, data=arr.data, shape=cgutils.unpack_tuple(builder, arr.shape, ndim),
+                               strides=cgutils.unpack_tuple(builder, arr.strides, ndim),
+                               itemsize=arr.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return sig, codegen
+
+
+@intrinsic
+def _row(typingctx, a, i):
+    """Row ``i`` of a 2-D array as a 1-D view that owns no reference (a null ``meminfo``).
+
+    Numba's own ``a[i]`` takes a reference on the parent's memory (an atomic increment) and
+    drops it after its last use (an atomic decrement); on x86 each is a locked instruction,
+    which also waits for every pending store of the loop before it to reach the cache.  The
+    hot block loops build a few such views per kernel and block: measured with ``perf`` at
+    10^4 x 16, 5 kernels, ~20% of the fused score pass ran in ``NRT_incref``/``NRT_decref``.
+    A view from here is a plain (pointer, shape, stride) record, as ``numba.carray`` makes,
+    and every reference count on it is a null check.  It must not outlive ``a`` or leave
+    compiled code (the callers use it as an argument of a call within ``a``'s lifetime).
+    """
+    if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(i, types.Integer)):
+        return None
+    rty = types.Array(a.dtype, 1, "C" if a.layout == "C" else "A", readonly=not a.mutable)
+    sig = rty(a, i)
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        from numba.core import cgutils
+
+        av, iv = args
+        arr = context.make_array(signature.args[0])(context, builder, av)
+        shape = cgutils.unpack_tuple(builder, arr.shape, 2)
+        strides = cgutils.unpack_tuple(builder, arr.strides, 2)
+        idx = context.cast(builder, iv, signature.args[1], types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        data = builder.gep(builder.bitcast(arr.data, i8p), [builder.mul(idx, strides[0])])
+        out = context.make_array(signature.return_type)(context, builder)
+        context.populate_array(out, data=builder.bitcast(data, arr.data.type), shape=[shape[1]],
+                               strides=[strides[1]], itemsize=arr.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return sig, codegen
+
+
 #: Lanes of the dot products' fixed summation order (see :func:`lane_dot`).
 DOT_LANES = 8
 
@@ -332,70 +401,126 @@ def _dot8_grid(typingctx, a, a_off, a_row, na, b, b_off, b_row, nb, n):
     return sig, codegen
 
 
-@intrinsic
-def _signed_weights(typingctx, coef, ypos, yneg, i0, ws, m, c0):
-    """``ws[c, t] = coef[i0 + t, 0] * (int(ypos[i0 + t] == c0 + c) - int(yneg[i0 + t] == c0 + c))``
-    for ``c < GRID_B``, ``t < m``: the outputs ``c0 .. c0 + GRID_B - 1``.
+#: Kernels per pass of :func:`_signed_grid` (by ``GRID_B`` outputs: up to 20 accumulators).
+SIGNED_A = 5
 
-    The per-output signed coefficients of :func:`accumulate_block`, eight rows per ``<8 x double>``
-    vector.  Written in LLVM vectors because LLVM does not vectorise the loop in Numba (it
-    cannot rule out that ``ws`` overlaps the inputs): 0.4 instead of ~3 ns a row for 3 outputs.
-    The arithmetic (a 0/1 difference, converted, times the coefficient) is that of the scalar
-    formula, so the values are the same bits.  The caller guarantees contiguous ``coef[:, 0]``
-    (one column), ``ypos``, ``yneg`` and rows of ``ws``, and ``GRID_B`` rows in ``ws``.
+
+@intrinsic
+def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, m):
+    """:func:`accumulate_block`'s dense sums, the signed coefficients made in registers.
+
+    Entry ``GRID_B a + c`` of the returned tuple is the dot product of kernel row ``a`` (``m``
+    contiguous float64 at byte ``k_off + a k_row`` of ``kv``, ``a < nk <= SIGNED_A``) with the
+    weights of output ``c0 + c`` (``c < GRID_B``), ``w_c(t) = coef[i0 + t, 0] * (int(ypos[i0 + t]
+    == c0 + c) - int(yneg[i0 + t] == c0 + c))``: exactly ``+-coef`` or a zero, computed as that
+    scalar formula (an integer difference, converted, times the coefficient).  Entries of
+    kernels past ``nk`` are 0.  Each entry is :func:`_dot8` of the weights with the kernel row,
+    bit for bit (the same lanes, tree and tail).  The weights are made eight rows per vector
+    and feed ``nk x GRID_B`` independent accumulators in one pass over the block.  This
+    replaced a pass writing the weights to scratch plus one ``_dot8_grid`` pass per two
+    kernels reading them back: at 10^4 x 16, 5 kernels, 3 outputs, 0.9 -> 0.5 ns a row.  One
+    loop per kernel count (a ``switch`` on ``nk``), so no accumulator is wasted.  The caller
+    guarantees contiguous ``coef[:, 0]``, ``ypos``, ``yneg`` and kernel rows.
     """
-    if not (isinstance(coef, types.Array) and isinstance(ws, types.Array) and isinstance(ypos, types.Array)
-            and isinstance(yneg, types.Array) and coef.dtype == types.float64 and ws.dtype == types.float64
+    if not (_all_f64_arrays(kv, coef) and isinstance(ypos, types.Array) and isinstance(yneg, types.Array)
             and ypos.dtype == types.int64 and yneg.dtype == types.int64):
         return None
-    sig = types.void(coef, ypos, yneg, types.intp, ws, types.intp, types.intp)
+    ret = types.UniTuple(types.float64, SIGNED_A * GRID_B)
+    sig = ret(kv, types.intp, types.intp, types.intp, coef, ypos, yneg, types.intp, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
         from llvmlite import ir
         from numba.core import cgutils
 
-        cv, pv, nv_, i0, wv, mm, c0 = args
-        ca = context.make_array(signature.args[0])(context, builder, cv)
-        pa = context.make_array(signature.args[1])(context, builder, pv)
-        na = context.make_array(signature.args[2])(context, builder, nv_)
-        wa = context.make_array(signature.args[4])(context, builder, wv)
+        kvv, ko, krow, nk_, cv, pv, nv_, i0v, c0v, mm = args
         ity = mm.type
         dbl = ir.DoubleType()
         i64 = ir.IntType(64)
-        wrow = cgutils.unpack_tuple(builder, wa.strides, 2)[0]
-        i8p = ir.IntType(8).as_pointer()
-        wbase = builder.bitcast(wa.data, i8p)
+        i32 = ir.IntType(32)
+        vt = ir.VectorType(dbl, 8)
+        it = ir.VectorType(i64, 8)
+        vfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        sfma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(dbl, [dbl, dbl, dbl]), "llvm.fma.f64")
+        kp = _byte_pointer(context, builder, signature.args[0], kvv, ko)
+        cp, pp, np_ = (builder.bitcast(context.make_array(signature.args[k])(context, builder, v).data, t.as_pointer())
+                       for k, v, t in ((4, cv, dbl), (5, pv, i64), (6, nv_, i64)))
+        eight = ir.Constant(ity, 8)
+        nv = builder.sdiv(mm, eight)
+        start = builder.mul(nv, eight)
+        cs = [builder.add(c0v, ir.Constant(ity, c)) for c in range(GRID_B)]
+        csv = []
+        for c in range(GRID_B):
+            v = ir.Constant(it, ir.Undefined)
+            for lane in range(8):
+                v = builder.insert_element(v, cs[c], ir.Constant(i32, lane))
+            csv.append(v)
+        krows = [builder.gep(kp, [builder.mul(ir.Constant(ity, a), krow)]) for a in range(SIGNED_A)]
+        result = cgutils.alloca_once_value(builder, ir.Constant(ir.ArrayType(dbl, SIGNED_A * GRID_B),
+                                                                [0.0] * (SIGNED_A * GRID_B)))
 
-        def ptr(data, elem_t, index, lanes):
-            t = elem_t if lanes == 1 else ir.VectorType(elem_t, lanes)
-            return builder.bitcast(builder.gep(builder.bitcast(data, elem_t.as_pointer()), [index]), t.as_pointer())
+        def weights(t, lanes):
+            i = builder.add(i0v, t)
+            ft, xt = (vt, it) if lanes == 8 else (dbl, i64)
 
-        def step(lanes, t):
-            i = builder.add(i0, t)
-            w = builder.load(ptr(ca.data, dbl, i, lanes), align=8)
-            yp = builder.load(ptr(pa.data, i64, i, lanes), align=8)
-            yn = builder.load(ptr(na.data, i64, i, lanes), align=8)
-            it = i64 if lanes == 1 else ir.VectorType(i64, lanes)
-            ft = dbl if lanes == 1 else ir.VectorType(dbl, lanes)
+            def load(p, elem_t):
+                q = builder.gep(p, [i])
+                return builder.load(builder.bitcast(q, xt.as_pointer() if elem_t is i64 else ft.as_pointer()),
+                                    align=8)
+
+            w, yp, yn = load(cp, dbl), load(pp, i64), load(np_, i64)
+            out = []
             for c in range(GRID_B):
-                cs = builder.add(c0, ir.Constant(ity, c))
-                cc = cs
-                if lanes > 1:
-                    cc = ir.Constant(it, ir.Undefined)
-                    for lane in range(lanes):
-                        cc = builder.insert_element(cc, cs, ir.Constant(ir.IntType(32), lane))
-                sgn = builder.sub(builder.zext(builder.icmp_signed("==", yp, cc), it),
-                                  builder.zext(builder.icmp_signed("==", yn, cc), it))
-                row = builder.gep(wbase, [builder.mul(ir.Constant(ity, c), wrow)])
-                builder.store(builder.fmul(w, builder.sitofp(sgn, ft)), ptr(row, dbl, t, lanes), align=8)
+                cc = csv[c] if lanes == 8 else cs[c]
+                sgn = builder.sub(builder.zext(builder.icmp_signed("==", yp, cc), xt),
+                                  builder.zext(builder.icmp_signed("==", yn, cc), xt))
+                out.append(builder.fmul(w, builder.sitofp(sgn, ft)))
+            return out
 
-        nv = builder.sdiv(mm, ir.Constant(ity, 8))
-        with cgutils.for_range(builder, nv) as loop:
-            step(8, builder.mul(loop.index, ir.Constant(ity, 8)))
-        with cgutils.for_range_slice(builder, builder.mul(nv, ir.Constant(ity, 8)), mm, ir.Constant(ity, 1),
-                                     inc=True) as (t, _):
-            step(1, t)
-        return context.get_dummy_value()
+        def emit(na):
+            accs = [[cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * 8)) for _ in range(GRID_B)]
+                    for _ in range(na)]
+            with cgutils.for_range(builder, nv) as loop:
+                t = builder.mul(loop.index, eight)
+                ws = weights(t, 8)
+                off = builder.mul(loop.index, ir.Constant(ity, 64))
+                for a in range(na):
+                    va = builder.load(builder.bitcast(builder.gep(krows[a], [off]), vt.as_pointer()), align=8)
+                    for c in range(GRID_B):
+                        builder.store(builder.call(vfma, [va, ws[c], builder.load(accs[a][c])]), accs[a][c])
+            sums = []
+            for a in range(na):
+                row = []
+                for c in range(GRID_B):
+                    acc = builder.load(accs[a][c])
+                    lane = [builder.extract_element(acc, ir.Constant(i32, k)) for k in range(8)]
+                    s = builder.fadd(builder.fadd(builder.fadd(lane[0], lane[4]), builder.fadd(lane[2], lane[6])),
+                                     builder.fadd(builder.fadd(lane[1], lane[5]), builder.fadd(lane[3], lane[7])))
+                    row.append(cgutils.alloca_once_value(builder, s))
+                sums.append(row)
+            with cgutils.for_range_slice(builder, start, mm, ir.Constant(ity, 1), inc=True) as (t, _):
+                ws = weights(t, 1)
+                for a in range(na):
+                    e = builder.load(builder.bitcast(builder.gep(krows[a], [builder.mul(t, eight)]), dbl.as_pointer()))
+                    for c in range(GRID_B):
+                        builder.store(builder.call(sfma, [e, ws[c], builder.load(sums[a][c])]), sums[a][c])
+            arr = builder.load(result)
+            for a in range(na):
+                for c in range(GRID_B):
+                    arr = builder.insert_value(arr, builder.load(sums[a][c]), GRID_B * a + c)
+            builder.store(arr, result)
+
+        done = builder.append_basic_block("signed.done")
+        sw = builder.switch(nk_, done)
+        for na in range(1, SIGNED_A + 1):
+            case = builder.append_basic_block(f"signed.k{na}")
+            sw.add_case(ir.Constant(nk_.type, na), case)
+            builder.position_at_end(case)
+            emit(na)
+            builder.branch(done)
+        builder.position_at_end(done)
+        arr = builder.load(result)
+        vals = [builder.extract_value(arr, k) for k in range(SIGNED_A * GRID_B)]
+        return context.make_tuple(builder, signature.return_type, vals)
 
     return sig, codegen
 
@@ -450,15 +575,28 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off, nrm, n_of
         def pair(a, b, lo, hi):
             return builder.fadd(shuffle(a, b, lo), shuffle(a, b, hi))
 
-        def emit(nvc):
+        # row and norm offsets of the eight rows of a block (loop invariants, computed once)
+        srow8 = builder.mul(srow, eight)
+        nrow8 = builder.mul(nrow, eight)
+        roff = [builder.mul(ir.Constant(ity, r), srow) for r in range(8)]
+        noff = [builder.mul(ir.Constant(ity, r), nrow) for r in range(8)]
+        xgv = ir.Constant(vt, ir.Undefined)
+        for r in range(8):
+            xgv = builder.insert_element(xgv, xg, ir.Constant(i32, r))
+
+        def emit(nvc, packed=False):
             # a short row: x's vectors loaded once for all blocks (x is never written here; LLVM
             # cannot tell, and would reload them after every store)
             xks = [] if nvc is None else [
                 builder.load(builder.bitcast(builder.gep(xp, [ir.Constant(ity, 64 * kk)]), vt.as_pointer()), align=8)
                 for kk in range(nvc)]
             with cgutils.for_range(builder, nblocks) as blk:
-                rows = [builder.gep(sp, [builder.mul(builder.add(builder.mul(blk.index, eight), ir.Constant(ity, r)),
-                                                     srow)]) for r in range(8)]
+                if packed:  # the eight rows are 8 * nvc consecutive vectors: constant offsets
+                    base = builder.gep(sp, [builder.mul(blk.index, ir.Constant(ity, 512 * nvc))])
+                    rows = [builder.gep(base, [ir.Constant(ity, 64 * nvc * r)]) for r in range(8)]
+                else:
+                    base = builder.gep(sp, [builder.mul(blk.index, srow8)])
+                    rows = [builder.gep(base, [roff[r]]) for r in range(8)]
                 if nvc is None:
                     for a in accs:
                         builder.store(zero, a)
@@ -502,13 +640,15 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off, nrm, n_of
                 dv = builder.fadd(zero, builder.load(res))
                 builder.store(dv, builder.bitcast(dst, vt.as_pointer()), align=8)
                 # squared distances: (xg + nrm_t) - 2 dot_t, negatives (rounding) and NaN -> 0
-                nv8 = ir.Constant(vt, ir.Undefined)
-                xgv = ir.Constant(vt, ir.Undefined)
-                for r in range(8):
-                    t = builder.add(builder.mul(blk.index, eight), ir.Constant(ity, r))
-                    e = builder.load(builder.bitcast(builder.gep(npb, [builder.mul(t, nrow)]), dbl.as_pointer()))
-                    nv8 = builder.insert_element(nv8, e, ir.Constant(i32, r))
-                    xgv = builder.insert_element(xgv, xg, ir.Constant(i32, r))
+                if packed:  # contiguous norms (one group): one vector load
+                    nv8 = builder.load(builder.bitcast(builder.gep(npb, [builder.mul(blk.index, ir.Constant(ity, 64))]),
+                                                       vt.as_pointer()), align=8)
+                else:
+                    nv8 = ir.Constant(vt, ir.Undefined)
+                    nbase = builder.gep(npb, [builder.mul(blk.index, nrow8)])
+                    for r in range(8):
+                        e = builder.load(builder.bitcast(builder.gep(nbase, [noff[r]]), dbl.as_pointer()))
+                        nv8 = builder.insert_element(nv8, e, ir.Constant(i32, r))
                 d2 = builder.fsub(builder.fadd(xgv, nv8), builder.fmul(ir.Constant(vt, [2.0] * 8), dv))
                 d2 = builder.select(builder.fcmp_ordered(">", d2, zero), d2, zero)
                 qdst = builder.gep(qpb, [builder.mul(blk.index, ir.Constant(ity, 64))])
@@ -521,7 +661,14 @@ def _dot8_rows(typingctx, x, x_off, S, s_off, s_row, m, n, out, o_off, nrm, n_of
             case = builder.append_basic_block(f"rows.nv{nvc}")
             sw.add_case(ir.Constant(ity, nvc), case)
             builder.position_at_end(case)
-            emit(nvc)
+            # the common layout (one group of all the columns): rows back to back, norms contiguous
+            packed = builder.and_(builder.icmp_signed("==", srow, ir.Constant(ity, 64 * nvc)),
+                                  builder.icmp_signed("==", nrow, eight))
+            with builder.if_else(packed) as (then, otherwise):
+                with then:
+                    emit(nvc, True)
+                with otherwise:
+                    emit(nvc)
             builder.branch(done)
         builder.position_at_end(generic)
         emit(None)
@@ -915,9 +1062,9 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
         r1 = gptr[g + 1]
         if (gl1[g] & GROUP_SQDIST) != 0:
             if (gl1[g] & GROUP_DOT) != 0:
-                direct_block(x, S, i0, m, granges, r0, r1, dots[g], sqds[g])
+                direct_block(x, S, i0, m, granges, r0, r1, _row(dots, g), _row(sqds, g))
             else:
-                sqdist_block(x, S, i0, m, granges, r0, r1, sqds[g])
+                sqdist_block(x, S, i0, m, granges, r0, r1, _row(sqds, g))
                 for t in range(m):
                     dots[g, t] = 0.0
         else:
@@ -1020,13 +1167,19 @@ def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0, ba
 
 @njit
 def kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                     dots, sqds, l1s, out):
-    """``out[j, i] = K_j(x, S_i)`` for the rows ``i0 .. i0+m-1`` (one block)."""
+                     dots, sqds, l1s, out, o0):
+    """``out[j, o0 + t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
+    quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`).
+
+    Every blocked pass over the buffer (rows, scores, proximal scores and eviction) goes through
+    here, so they agree bit for bit.  Callers in a block loop pass :func:`_borrowed` aliases (no
+    reference counting per block); the kernel rows handed on are :func:`_row` views.
+    """
     block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
     for j in range(codes.shape[0]):
         g = kgroup[j]
-        block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, out[j], i0,
-                     out[ladder_base(params[j], j)])
+        block_values(j, codes[j], _row(params, j), _row(dots, g), _row(sqds, g), _row(l1s, g), m, xdiag[j],
+                     sdiag, i0, _row(out, j), o0, _row(out, ladder_base(params[j], j)))
 
 
 @njit
@@ -1038,13 +1191,16 @@ def kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, 
     One pass over the buffer in blocks of :data:`ROW_BLOCK` rows.
     """
     G = gptr.shape[0] - 1
-    dots = np.empty((G, ROW_BLOCK))
-    sqds = np.empty((G, ROW_BLOCK))
-    l1s = np.empty((G, ROW_BLOCK))
+    dots_own = np.empty((G, ROW_BLOCK))
+    sqds_own = np.empty((G, ROW_BLOCK))
+    l1s_own = np.empty((G, ROW_BLOCK))
+    B = _borrowed  # the arguments outlive the call, the scratch arrays the loop (see kernel_scores)
+    x, xsq, xdiag, S, ssq, sdiag, out = B(x), B(xsq), B(xdiag), B(S), B(ssq), B(sdiag), B(out)
+    codes, params, kgroup, granges, gptr, gl1 = B(codes), B(params), B(kgroup), B(granges), B(gptr), B(gl1)
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
         kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                         dots, sqds, l1s, out)
+                         B(dots_own), B(sqds_own), B(l1s_own), out, i0)
 
 
 @njit_parallel
@@ -1055,11 +1211,13 @@ def kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
     for b in numba.prange(n_blocks):
         i0 = b * ROW_BLOCK
         m = min(ROW_BLOCK, n - i0)
+        # scratch per block, passed as is: an alias of it would be its last use, and Numba
+        # would free it before the call
         dots = np.empty((G, ROW_BLOCK))
         sqds = np.empty((G, ROW_BLOCK))
         l1s = np.empty((G, ROW_BLOCK))
         kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                         dots, sqds, l1s, out)
+                         dots, sqds, l1s, out, i0)
 
 
 #: Up to this many outputs (columns of the score array), scores shared by all kernels
@@ -1080,20 +1238,21 @@ def dense_accumulation(coef, g_out):
 def accumulate_block(kv, t0, m, coef, i0, ypos, yneg, ws, g_out):
     """``g_out[j, c] += sum_{t < m} kv[j, t0 + t] * coef[i0 + t, 0] * s_c(i0 + t)`` for every kernel and output.
 
-    ``s_c(i) = 1`` if ``ypos[i] = c``, ``-1`` if ``yneg[i] = c``, else 0.  Dense: ``ws[c, t] =
-    coef * s_c`` (exactly ``+-coef`` or a zero) for every output, then each ``g_out[j, c]`` gains
-    :func:`_dot8`'s lane-order dot product of kernel ``j``'s values with ``ws[c]``: eight rows
+    ``s_c(i) = 1`` if ``ypos[i] = c``, ``-1`` if ``yneg[i] = c``, else 0.  Dense: with the
+    weights ``w_c = coef * s_c`` (exactly ``+-coef`` or a zero) each ``g_out[j, c]`` gains
+    :func:`_dot8`'s lane-order dot product of kernel ``j``'s values with ``w_c``: eight rows
     per vector fused multiply-add, instead of two read-modify-writes of ``g_out`` per row and
     kernel that wait on each other whenever consecutive rows share a class.  The order (per
     block of rows, lanes within the block) is part of the definition: the fused pass
     (:func:`kernel_scores`), the parallel path (:func:`accumulate_scores`) and ``fit``'s gather
     all go through this function with blocks aligned at multiples of :data:`ROW_BLOCK`, so
-    they agree bit for bit.  ``ws`` is scratch of shape ``(GRID_B, >= m)``: the outputs are
-    taken ``GRID_B`` at a time (the fallback takes as many as ``ws`` has rows).  On contiguous
-    arrays (every caller's) the weights are built by :func:`_signed_weights` and the ``F x C``
-    dot products run ``GRID_A`` kernels at a time through :func:`_dot8_grid` (every entry is
-    :func:`_dot8`'s, bit for bit): at 10^4 x 16, 5 kernels, 3 outputs, 0.8 instead of 5.3 ns a
-    row.  Other layouts take the plain loops, with the same numbers.
+    they agree bit for bit.  On contiguous arrays (every caller's) :func:`_signed_grid` makes
+    the weights in registers and runs up to ``SIGNED_A`` kernels by ``GRID_B`` outputs per
+    pass (every entry is :func:`_dot8`'s, bit for bit): at 10^4 x 16, 5 kernels, 3 outputs,
+    0.5 ns a row (5.3 for the first plain loops).  Other layouts take the plain loops, with
+    the same numbers, writing the weights to ``ws``, scratch of shape ``(nw, >= m)``, ``nw``
+    outputs at a time; the vector path wants ``nw >= GRID_B`` (the tests use fewer rows to
+    take the plain loops).
     """
     C = g_out.shape[1]
     F = kv.shape[0]
@@ -1101,11 +1260,10 @@ def accumulate_block(kv, t0, m, coef, i0, ypos, yneg, ws, g_out):
             and ypos.strides[0] == 8 and yneg.strides[0] == 8):
         for c0 in range(0, C, GRID_B):
             nc = min(GRID_B, C - c0)
-            _signed_weights(coef, ypos, yneg, i0, ws, m, c0)
-            # every (kernel, output) pair of GRID_A kernels in one pass: identical sums, 8 chains at once
-            for j0 in range(0, F, GRID_A):
-                nj = min(GRID_A, F - j0)
-                r = _dot8_grid(kv, j0 * kv.strides[0] + t0 * 8, kv.strides[0], nj, ws, 0, ws.strides[0], nc, m)
+            # every (kernel, output) pair of SIGNED_A kernels in one pass, the weights made in registers
+            for j0 in range(0, F, SIGNED_A):
+                nj = min(SIGNED_A, F - j0)
+                r = _signed_grid(kv, j0 * kv.strides[0] + t0 * 8, kv.strides[0], nj, coef, ypos, yneg, i0, c0, m)
                 for a in range(nj):
                     for c in range(nc):
                         g_out[j0 + a, c0 + c] += r[GRID_B * a + c]
@@ -1149,20 +1307,25 @@ def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, grange
     per_kernel = 1 if coef.shape[1] > 1 else 0
     dense = dense_accumulation(coef, g_out)
     g_out[:, :] = 0.0
-    dots = np.empty((G, ROW_BLOCK))
-    sqds = np.empty((G, ROW_BLOCK))
-    l1s = np.empty((G, ROW_BLOCK))
-    kv = np.empty((F, ROW_BLOCK))
-    ws = np.empty((GRID_B if dense else 0, ROW_BLOCK))
+    dots_own = np.empty((G, ROW_BLOCK))
+    sqds_own = np.empty((G, ROW_BLOCK))
+    l1s_own = np.empty((G, ROW_BLOCK))
+    kv_own = np.empty((F, ROW_BLOCK))
+    ws_own = np.empty((GRID_B if dense else 0, ROW_BLOCK))
+    # The block loop passes aliases that own no reference (_borrowed): no atomic reference count
+    # per call.  The arguments outlive this call; the scratch arrays outlive the loop, because
+    # the loop uses them (Numba frees a variable after its last use, here the loop's exit).
+    B = _borrowed
+    x, xsq, xdiag, S, ssq, sdiag = B(x), B(xsq), B(xdiag), B(S), B(ssq), B(sdiag)
+    codes, params, kgroup, granges, gptr, gl1 = B(codes), B(params), B(kgroup), B(granges), B(gptr), B(gl1)
+    coef, ypos, yneg, g_out = B(coef), B(ypos), B(yneg), B(g_out)
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
-        for j in range(F):
-            g = kgroup[j]
-            block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, kv[j], 0,
-                         kv[ladder_base(params[j], j)])
+        kv = B(kv_own)
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                         B(dots_own), B(sqds_own), B(l1s_own), kv, 0)
         if dense:
-            accumulate_block(kv, 0, m, coef, i0, ypos, yneg, ws, g_out)
+            accumulate_block(kv, 0, m, coef, i0, ypos, yneg, B(ws_own), g_out)
             continue
         # Rows outer, kernels inner: the F accumulations are independent chains
         # (consecutive rows of one class would otherwise serialise on g_out[j, c]).
@@ -1186,8 +1349,10 @@ def accumulate_scores(K, n, coef, ypos, yneg, g_out):
     g_out[:, :] = 0.0
     if dense_accumulation(coef, g_out):
         ws = np.empty((GRID_B, ROW_BLOCK))
+        B = _borrowed  # no reference counting per block (see kernel_scores)
+        Kb, coefb, yposb, ynegb, gb = B(K), B(coef), B(ypos), B(yneg), B(g_out)
         for i0 in range(0, n, ROW_BLOCK):
-            accumulate_block(K, i0, min(ROW_BLOCK, n - i0), coef, i0, ypos, yneg, ws, g_out)
+            accumulate_block(Kb, i0, min(ROW_BLOCK, n - i0), coefb, i0, yposb, ynegb, B(ws), gb)
         return
     for i in range(n):
         cp = ypos[i]

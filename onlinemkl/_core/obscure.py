@@ -29,8 +29,8 @@ import numpy as np
 
 from .._config import njit
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
-from .kernels import (GRID_B, ROW_BLOCK, accumulate_block, accumulate_scores, dense_accumulation, effective_diag,
-                      kernel_scores, prepare_query)
+from .kernels import (GRID_B, ROW_BLOCK, _borrowed, accumulate_block, accumulate_scores, dense_accumulation,
+                      effective_diag, kernel_scores, prepare_query)
 
 # Indices into the ``hyper`` array (read-only settings).
 H_Q = 0  # dual exponent q = p / (p - 1)
@@ -197,7 +197,9 @@ def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef
                 for j in range(F):
                     for r in range(m):
                         kv[j, r] = Kt[j, i, sv_index[i0 + r]]
-                accumulate_block(kv, 0, m, coef, i0, ypos, yneg, ws, g)
+                # aliases without reference counting per block (see kernels.kernel_scores)
+                accumulate_block(_borrowed(kv), 0, m, _borrowed(coef), i0, _borrowed(ypos), _borrowed(yneg),
+                                 _borrowed(ws), _borrowed(g))
         else:
             for s in range(n):
                 ts = sv_index[s]
