@@ -208,32 +208,45 @@ def test_serial_and_parallel_rows_identical():
             assert np.array_equal(a, b)
 
 
-def test_kernel_scores_equal_accumulated_parallel_row():
-    """The fused serial score pass and (parallel row -> accumulate_scores) give identical numbers."""
+_SCORE_SETS = {
+    "mixed groups": ([RBF(gamma=0.3), Linear(group=(0, 1)), Polynomial(degree=2, normalize=True)], 5),
+    # the default set on one group of 16 columns: packed rows, ladders, normalised kernels
+    "default d16": (None, 16),
+    # seven kernels: two passes of SIGNED_A kernels in the accumulation
+    "seven": ([RBF(gamma_scale=s) for s in (0.1, 0.2, 1.0, 3.0, 10.0)] + [Linear(), Polynomial(degree=3)], 8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCORE_SETS))
+@pytest.mark.parametrize("n, C", [(500, 4), (2 * ck.ROW_BLOCK + 13, 3), (ck.ROW_BLOCK + 5, 6), (300, 1)])
+def test_kernel_scores_equal_accumulated_parallel_row(name, n, C):
+    """The fused serial score pass and (parallel row -> accumulate_scores) give identical numbers:
+    several blocks, tails of fewer than eight rows, more outputs than one pass takes."""
+    kernels, d = _SCORE_SETS[name]
     rng = np.random.default_rng(2)
-    n, C = 500, 4
-    S = rng.normal(size=(n, 5))
-    c = compiled([RBF(gamma=0.3), Linear(group=(0, 1)), Polynomial(degree=2, normalize=True)], d=5)
+    S = rng.normal(size=(n, d))
+    c = compiled(kernels, d=d)
+    F = c.n_kernels
     ssq, sdiag = buffer_of(S, c)
     coef = rng.normal(size=(n, 1))
     ypos = rng.integers(0, C, size=n)
-    yneg = np.where(rng.random(n) < 0.5, -1, (ypos + 1) % C)
-    x = rng.normal(size=5)
+    yneg = np.where(rng.random(n) < 0.5, -1, (ypos + 1) % C) if C > 1 else np.full(n, -1)
+    x = rng.normal(size=d)
     codes, params, kgroup, granges, gptr, gl1 = c.arrays()
     xsq, xdiag = np.empty(c.n_groups), np.empty(c.n_kernels)
     ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    g1 = np.empty((3, C))
+    g1 = np.empty((F, C))
     ck.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, coef, ypos, yneg, g1)
     K = rows(x, S, c, parallel=True)
-    g2 = np.empty((3, C))
+    g2 = np.empty((F, C))
     ck.accumulate_scores(K, n, coef, ypos, yneg, g2)
     assert np.array_equal(g1, g2)
-    ref = np.zeros((3, C))
+    ref = np.zeros((F, C))
     for i in range(n):
         ref[:, ypos[i]] += coef[i, 0] * K[:, i]
         if yneg[i] >= 0:
             ref[:, yneg[i]] -= coef[i, 0] * K[:, i]
-    np.testing.assert_allclose(g1, ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g1, ref, rtol=1e-11, atol=1e-11 * np.abs(coef).sum())
 
 
 def test_relative_bandwidths_resolve_on_group_size():
@@ -597,6 +610,52 @@ def test_eight_row_dots_equal_row_dot_bit_for_bit(c0, c1, m):
         d2 = xg + nrm[5 + t, 1] - 2.0 * ref
         assert sq[t] == (d2 if d2 > 0.0 else 0.0)  # block_quantities' formula, NaN -> 0
     assert np.all(out[done:] == 7.0) and np.all(sq[done:] == 7.0)  # nothing past the rows done written
+
+
+@numba.njit(cache=False)
+def _packed_rows_njit(x, S, i0, m, out, nrm, xg, sq):
+    return ck._dot8_rows(x, 0, S, i0 * S.strides[0], S.strides[0], m, S.shape[1], out, 0,
+                         nrm, i0 * nrm.strides[0], nrm.strides[0], xg, sq, 0)
+
+
+@pytest.mark.parametrize("d", [3, 8, 16, 24, 32, 40])
+@pytest.mark.parametrize("m", [8, 31, 64])
+def test_eight_row_dots_packed_rows_equal_row_dot_bit_for_bit(d, m):
+    """The packed layout (rows back to back, one column of norms: a buffer of one group) takes
+    _dot8_rows' constant-offset loop for 1-4 vectors a row; the numbers stay row_dot's."""
+    rng = np.random.default_rng(d + m)
+    S = rng.normal(size=(70, d)) * np.exp(rng.normal(size=d) * 3)
+    x = rng.normal(size=d)
+    nrm = (S ** 2).sum(axis=1)[:, None].copy()
+    out, sq = np.full(70, 7.0), np.full(70, 7.0)
+    xg = float(x @ x)
+    assert nrm.strides[0] == 8 and S.strides[0] == 8 * d
+    done = _packed_rows_njit(x, S, 5, m, out, nrm, xg, sq)
+    assert done == m - m % 8
+    for t in range(done):
+        ref = 0.0 + ck._dot_lanes_ref(x, S, 5 + t, 0, d)
+        assert out[t] == ref
+        d2 = xg + nrm[5 + t, 0] - 2.0 * ref
+        assert sq[t] == (d2 if d2 > 0.0 else 0.0)
+    assert np.all(out[done:] == 7.0) and np.all(sq[done:] == 7.0)
+
+
+@numba.njit(cache=False)
+def _alias_njit(a, i):
+    whole = ck._borrowed(a)
+    row = ck._row(a, i)
+    whole[0, 0] = 1.5  # writes through an alias reach the array
+    row[1] = 2.5
+    return whole.shape[0], whole.shape[1], row.shape[0], row[0], whole[i, 1]
+
+
+def test_borrowed_and_row_aliases_share_the_data():
+    a = np.arange(12.0).reshape(3, 4)
+    assert _alias_njit(a, 2) == (3, 4, 4, 8.0, 2.5)
+    assert a[0, 0] == 1.5 and a[2, 1] == 2.5
+    b = np.arange(24.0).reshape(4, 6)[:, ::2]  # strided rows: the row view keeps the stride
+    assert _alias_njit(b, 1) == (4, 3, 3, 6.0, 2.5)
+    assert b[1, 1] == 2.5 and b[0, 0] == 1.5
 
 
 # -- RBF ladders: narrower Gaussians as powers of a wider one's values -----------------------------
