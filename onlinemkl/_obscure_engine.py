@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from . import _config
-from ._buffer import SupportBuffer
+from ._buffer import RefreshRowCachesOnUnpickle, SupportBuffer
 from ._core import buffer as _cb
 from ._core import kernels as _ck
 from ._core import obscure as _co
@@ -45,7 +45,7 @@ def default_eta(n_kernels: int, q: float) -> float:
     return float(n_kernels) ** (-2.0 / q)
 
 
-class ObscureEngine:
+class ObscureEngine(RefreshRowCachesOnUnpickle):
     """The state and the per-example steps of OBSCURE (internal; use the estimators).
 
     State is plain numpy: the support buffer, the raw squared norms
@@ -299,6 +299,7 @@ class ObscureEngine:
             raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels")
         self.krow = np.zeros(krow_shape)
         self._check_state()
+        self.ck.refresh_row_caches(self.buf.S, self.n_support, self.buf.ssq, self.buf.sdiag)
 
     def _check_state(self):
         """Raise ``ValueError`` unless the arrays are consistent with each other and with the kernels."""

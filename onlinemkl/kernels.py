@@ -431,6 +431,11 @@ class CompiledKernels:
             self.find_ladders()
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
 
+    def refresh_row_caches(self, S: np.ndarray, n: int, ssq: np.ndarray, sdiag: np.ndarray) -> None:
+        """Recompute a restored buffer's per-row caches (squared group norms, diagonals) from its
+        first ``n`` rows; call after the shapes are checked (:meth:`check_restored`)."""
+        _ck.refresh_row_caches(S, n, *self.arrays()[:5], ssq, sdiag)
+
     def check_restored(self, need, what: str = "ck") -> None:
         """Check arrays restored from a file against ``kernels``: shapes, and the kernel codes,
         groups, flags and normalisation a fresh compilation gives.  Then completes them: parameter
@@ -555,9 +560,9 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
     for g in range(ck.n_groups):
         js = np.nonzero(ck.kgroup == g)[0].astype(np.int64)
         dots, l1, sqd, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), int(ck.gl1[g]))
-        _ck.raw_self_kernels(xsq, js, codes, params, xdiag)
+        _ck.stored_self_kernels(xsq, js, codes, params, xdiag)
         if S is not Xq:
-            _ck.raw_self_kernels(zsq, js, codes, params, zdiag)
+            _ck.stored_self_kernels(zsq, js, codes, params, zdiag)
         _ck.values_from_products(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1, l1 is not None,
                                  none if sqd is None else sqd, sqd is not None,
                                  js, codes, params, xdiag, zdiag, S is Xq, out)
@@ -567,8 +572,9 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
 class WeightedKernelSum:
     """``sum_j w_j K_j(Xq_a, S_i)`` for blocks of queries against fixed stored rows (batch prediction).
 
-    The stored rows' squared group norms ``ssq`` and raw self-kernel values
-    ``sdiag`` are the buffer's own (the numbers the per-example pass uses).
+    The stored rows' squared group norms ``ssq`` and self-kernel values ``sdiag`` (in the
+    stored form, :func:`onlinemkl._core.kernels.stored_diag`) are the buffer's own (the numbers
+    the per-example pass uses).
     Per block and group: one BLAS product, then one compiled pass that turns
     the dot products and distances into every kernel's weighted values.  Work arrays are allocated once and reused across
     blocks (fresh multi-megabyte arrays cost page faults on every block).
@@ -576,9 +582,9 @@ class WeightedKernelSum:
 
     def __init__(self, S, ssq, sdiag, ck: CompiledKernels, w, block_rows: int):
         self.S, self.ck, self.w = S, ck, np.ascontiguousarray(w, dtype=np.float64)
-        # 1/sqrt of the stored rows' raw diagonals, (F, ns): contiguous per kernel
-        self.zinv = np.empty((ck.n_kernels, S.shape[0]))
-        _ck.inv_sqrt_diag(np.ascontiguousarray(np.asarray(sdiag).T), self.zinv)
+        # the stored rows' diagonals, (F, ns): contiguous per kernel; a normalised kernel's are
+        # already the reciprocal roots its normalisation multiplies by (stored_diag)
+        self.zinv = np.ascontiguousarray(np.asarray(sdiag).T)
         self.groups = []
         for g in range(ck.n_groups):
             js = np.nonzero(ck.kgroup == g)[0]
@@ -612,7 +618,7 @@ class WeightedKernelSum:
             l1 = _l1_distances(Xg, Sg) if flags & _ck.GROUP_L1 else None
             sqd = _sq_distances(Xg, Sg) if flags & _ck.GROUP_SQDIST else None
             xdiag = self.xdiag[:b]
-            _ck.raw_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
+            _ck.stored_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
             _ck.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
                                   self.none if sqd is None else sqd, sqd is not None, ojs, ejs,
                                   ck.codes, ck.params, xdiag, self.zinv, self.w, acc)

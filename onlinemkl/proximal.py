@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ._buffer import SupportBuffer
+from ._buffer import RefreshRowCachesOnUnpickle, SupportBuffer
 from ._core import fobos as _cf
 from ._core import losses as _cl
 from ._core import prox as _cp
@@ -61,7 +61,7 @@ def check_explicit_groups(groups):
     return tuple(Linear(group=g).group for g in groups)
 
 
-class ProximalEngine:
+class ProximalEngine(RefreshRowCachesOnUnpickle):
     """State and per-example steps of online proximal MKL (internal; use the estimators)."""
 
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
@@ -305,6 +305,7 @@ class ProximalEngine:
         self.ck._resolved = bool(state["kernels_resolved"])
         self.xk._resolved = bool(state["explicit_resolved"])
         self._check_state(fresh_hyper, fresh_weights)
+        self.ck.refresh_row_caches(self.buf.S, self.n_support, self.buf.ssq, self.buf.sdiag)
         self._scratch(self.beta.shape[1])
 
     def _check_state(self, fresh_hyper, fresh_weights):

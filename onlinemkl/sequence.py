@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._buffer import SupportBuffer
+from ._buffer import RefreshRowCachesOnUnpickle, SupportBuffer
 from ._core import sequence as _cs
 from ._validation import check_choice, check_number, check_rows
 from .kernels import CompiledKernels, resolve_group_columns
@@ -30,7 +30,7 @@ LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
 TRANSITION_ARRAYS = ("T", "S0", "S1", "Tavg", "S0avg", "S1avg")
 
 
-class SequenceEngine:
+class SequenceEngine(RefreshRowCachesOnUnpickle):
     """State of the sequence labeller (internal).
 
     Plain numpy state: the support buffer of position examples (``buf``), the
@@ -209,6 +209,7 @@ class SequenceEngine:
         self.b = np.zeros_like(self.theta_sq)
         self.b_new = np.zeros_like(self.theta_sq)
         self._check_state(fresh_hyper, gamma_auto)
+        self.ck.refresh_row_caches(self.buf.S, self.n_support, self.buf.ssq, self.buf.sdiag)
 
     def _check_state(self, fresh_hyper, gamma_auto):
         from .persist import _get_path

@@ -739,3 +739,36 @@ def test_ladder_kernels_in_the_symmetric_training_matrices():
     c.set_columns(resolve_group_columns(c.groups, 16))
     for j in (1, 2):  # the ladder kernels
         np.testing.assert_allclose(K[j], pairwise.rbf_kernel(X, gamma=c.params[j, 0]), rtol=1e-13, atol=1e-300)
+
+
+# -- normalisation by stored reciprocal roots ---------------------------------------------------
+
+
+def test_stored_diag_and_normalise_within_three_ulps_of_the_division():
+    """A normalised kernel's stored diagonal is 1/sqrt(K(x,x)) (0 where K(x,x) is not positive),
+    and normalise multiplies by the two roots: within 3 ulps of v / sqrt(K(x,x) K(z,z))."""
+    rng = np.random.default_rng(5)
+    raw = np.exp(rng.normal(size=(2, 100_000)) * 20)
+    v = rng.normal(size=100_000) * np.sqrt(raw[0] * raw[1])
+    rx = np.array([ck.stored_diag(a, 1.0) for a in raw[0, :2000]])
+    rs = np.array([ck.stored_diag(a, 1.0) for a in raw[1, :2000]])
+    assert np.array_equal(rx, 1.0 / np.sqrt(raw[0, :2000]))
+    got = np.array([ck.normalise(v[i], rx[i], rs[i]) for i in range(2000)])
+    want = v[:2000] / np.sqrt(raw[0, :2000] * raw[1, :2000])
+    assert np.max(np.abs(got - want) / np.spacing(np.abs(want))) <= 3.0
+    for bad in (0.0, -1.0, np.nan, -np.inf):
+        assert ck.stored_diag(bad, 1.0) == 0.0  # normalised value 0, effective diagonal 0
+        assert ck.effective_diag(ck.stored_diag(bad, 1.0), 1.0) == 0.0
+    assert ck.stored_diag(4.0, 1.0) == 0.5 and ck.effective_diag(0.5, 1.0) == 1.0
+    assert ck.stored_diag(4.0, 0.0) == 4.0  # unnormalised kernels keep the raw value
+
+
+def test_stored_diagonals_of_a_buffer_are_reciprocal_roots_for_normalised_kernels():
+    rng = np.random.default_rng(6)
+    S = rng.normal(size=(20, 6))
+    c = compiled([Linear(normalize=True), Polynomial(degree=2), Polynomial(degree=3, normalize=True)], d=6)
+    ssq, sdiag = buffer_of(S, c)
+    sq = (S ** 2).sum(axis=1)
+    np.testing.assert_allclose(sdiag[:, 0], 1.0 / np.sqrt(sq), rtol=1e-15)
+    np.testing.assert_allclose(sdiag[:, 1], (sq + 1.0) ** 2, rtol=1e-15)
+    np.testing.assert_allclose(sdiag[:, 2], (sq + 1.0) ** -1.5, rtol=1e-14)

@@ -463,3 +463,57 @@ def test_files_from_before_the_ladder_columns_load_and_predict_the_same(saved, t
     xs = [x for x, _ in stream(30, seed=21)]
     assert [old.predict_proba_one(x) for x in xs] == [new.predict_proba_one(x) for x in xs]
     assert [pipe.predict_one(x) for x in xs] == [new.predict_one(x) for x in xs]
+
+
+def _raw_diagonals(sdiag, params):
+    """The buffer's diagonals as files and pickles before stored_diag held them: raw K(x, x)."""
+    raw = sdiag.copy()
+    norm = params[:, 3] != 0.0
+    with np.errstate(divide="ignore"):
+        raw[:, norm] = np.where(sdiag[:, norm] > 0.0, 1.0 / sdiag[:, norm] ** 2, 0.0)
+    return raw
+
+
+def test_files_with_raw_diagonals_load_and_predict_the_same(saved, tmp_path):
+    """Files from before the stored reciprocal roots hold raw diagonals of normalised kernels;
+    a restored buffer recomputes its per-row caches from its rows, so they predict as before."""
+    import hashlib
+    import io
+
+    pipe, path = saved
+
+    def edit(entries, meta):
+        params = np.load(io.BytesIO(entries["arrays/2/ck.params.npy"]))
+        name = "arrays/2/buf.sdiag.npy"
+        sdiag = np.load(io.BytesIO(entries[name]))
+        raw = _raw_diagonals(sdiag, params)
+        assert np.any(params[:, 3] != 0) and not np.array_equal(raw, sdiag)  # the default set normalises
+        buf = io.BytesIO()
+        np.save(buf, raw)
+        entries[name] = buf.getvalue()
+        meta["entries"][name] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "size": len(buf.getvalue())}
+
+    old = load(rewrite(path, tmp_path / "old.omkl", edit_entries=edit))
+    new = load(path)
+    xs = [x for x, _ in stream(30, seed=22)]
+    assert [old.predict_proba_one(x) for x in xs] == [new.predict_proba_one(x) for x in xs]
+    assert [pipe.predict_proba_one(x) for x in xs] == [new.predict_proba_one(x) for x in xs]
+
+
+def test_unpickled_engines_recompute_their_row_caches():
+    """An engine pickled with raw diagonals (an older version's form) predicts as the original
+    once unpickled; a current pickle round-trips to the same bits."""
+    X = np.random.default_rng(3).normal(size=(200, 6))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 1)
+    clf = SkOBSCURE(random_state=0).partial_fit(X, y, classes=[0, 1, 2])
+    eng = clf._engine
+    n = eng.n_support
+    assert n > 0
+    same = pickle.loads(pickle.dumps(clf))
+    assert np.array_equal(same._engine.buf.sdiag[:n], eng.buf.sdiag[:n])
+    assert np.array_equal(same.decision_function(X), clf.decision_function(X))
+    old = copy.deepcopy(clf)
+    old._engine.buf.sdiag[:n] = _raw_diagonals(eng.buf.sdiag[:n], eng.ck.params)
+    assert not np.array_equal(old._engine.buf.sdiag[:n], eng.buf.sdiag[:n])
+    back = pickle.loads(pickle.dumps(old))
+    assert np.array_equal(back.decision_function(X), clf.decision_function(X))

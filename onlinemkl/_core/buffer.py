@@ -5,7 +5,8 @@ layer, :class:`onlinemkl._buffer.SupportBuffer`):
 
 ``S[cap, d_cap]``   stored example rows (missing / later features are 0)
 ``ssq[cap, G]``     squared norm of each row on each feature group
-``sdiag[cap, F]``   raw ``K_j(s, s)`` of each row
+``sdiag[cap, F]``   ``K_j(s, s)`` of each row in the stored form (``kernels.stored_diag``: raw,
+                    or ``1 / sqrt(K_j(s, s))`` for a normalised kernel)
 ``ypos[cap]``       the output each stored example adds to
 ``yneg[cap]``       the output it subtracts from (-1: none)
 ``coef[cap, A]``    its raw coefficient (A = 1: shared by all kernels; A = F: per kernel)
