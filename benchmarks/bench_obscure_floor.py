@@ -100,11 +100,18 @@ def floor_table(ns, ds, repeat):
             b = eng.buf
             x = np.random.default_rng(1).normal(size=d)
             floor = memory_floor(b.S[:n, :d], repeat=repeat)
-            # Every array the learn pass streams: the rows and their group norms, raw self-kernels,
-            # coefficients and classes (as many bytes, read once).
-            nbytes = sum(a[:n].nbytes if a.ndim == 1 else a[:n, :(d if a is b.S else a.shape[1])].nbytes
-                         for a in (b.S, b.ssq, b.sdiag, b.coef, b.ypos, b.yneg))
-            floor_buf = memory_floor(np.ones(nbytes // 8), repeat=repeat)
+            # The whole stored buffer (rows, group norms, diagonals, coefficients, classes, time
+            # stamps), and the part of it this pass reads (the diagonals only for normalised
+            # kernels; none here), each as one streaming read of as many bytes.
+            def nbytes(arrays):
+                return sum(a[:n].nbytes if a.ndim == 1 else a[:n, :(d if a is b.S else a.shape[1])].nbytes
+                           for a in arrays)
+
+            normalised = bool(np.any(eng.ck.params[:, 3] != 0.0))
+            floor_buf = memory_floor(np.ones(nbytes((b.S, b.ssq, b.sdiag, b.coef, b.ypos, b.yneg, b.tstamp)) // 8),
+                                     repeat=repeat)
+            read = (b.S, b.ssq, b.coef, b.ypos, b.yneg) + ((b.sdiag,) if normalised else ())
+            floor_pass = memory_floor(np.ones(nbytes(read) // 8), repeat=repeat)
             codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
             xsq = np.empty(eng.ck.n_groups)
             xdiag = np.empty(eng.ck.n_kernels)
@@ -141,6 +148,7 @@ def floor_table(ns, ds, repeat):
                 "scores/floor": t_scores / floor,
                 "learn_us": t_learn * 1e6, "learn/floor": t_learn / floor,
                 "buffer_floor_us": floor_buf * 1e6, "learn/buffer_floor": t_learn / floor_buf,
+                "pass_floor_us": floor_pass * 1e6, "learn/pass_floor": t_learn / floor_pass,
                 "learn_evict/floor": t_evict / floor,
                 "partial_fit/floor": t_pf / floor,
             })
@@ -330,8 +338,10 @@ def main(argv=None):
         "obscure_floor" + suffix, floor_rows,
         title="OBSCURE per-example time / memory floor (5 kernels on one group, every call updates)",
         notes=("floor = memory_floor(S[:n, :d]): one streaming read of the stored rows. "
-               "buffer_floor: one streaming read of as many bytes as every array the pass reads "
-               "(rows, group norms, raw self-kernels, coefficients, classes). "
+               "buffer_floor: one streaming read of as many bytes as the whole stored buffer (rows, group "
+               "norms, diagonals, coefficients, classes, time stamps); pass_floor: as many bytes as the arrays "
+               "this pass reads (the same without the diagonals, which only normalised kernels read, "
+               "and the time stamps). "
                "row: kernel_row (serial); scores: obscure_scores; learn: ObscureEngine.learn with an append; "
                "learn_evict: learn at a full budget (update + eviction); partial_fit: one row through the "
                "sklearn API. Serial path forced (PARALLEL_MIN_ROWS = inf)."),
