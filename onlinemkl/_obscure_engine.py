@@ -130,15 +130,20 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         b = self.buf
         use_krow = 0
         if n >= _config.PARALLEL_MIN_ROWS:
-            if self.krow.shape[1] < b.capacity:
-                self.krow = np.zeros((self.ck.n_kernels, b.capacity))
             xsq = np.empty(self.ck.n_groups)
             xdiag = np.empty(self.ck.n_kernels)
             codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
             _ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-            _ck.kernel_row_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup,
-                                    granges, gptr, gl1, self.krow)
-            use_krow = 1
+            if self.g.shape[1] <= _ck.DENSE_OUTPUTS:  # the fused pass over threads: the scores into g
+                _ck.kernel_scores_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges,
+                                           gptr, gl1, b.coef, b.ypos, b.yneg, self.g)
+                use_krow = 2
+            else:  # many classes: the parallel kernel row, then the scatter in row order
+                if self.krow.shape[1] < b.capacity:
+                    self.krow = np.zeros((self.ck.n_kernels, b.capacity))
+                _ck.kernel_row_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup,
+                                        granges, gptr, gl1, self.krow)
+                use_krow = 1
         return _co.obscure_learn(
             x, y, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
             self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, self.krow, use_krow,

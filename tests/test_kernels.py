@@ -241,6 +241,10 @@ def test_kernel_scores_equal_accumulated_parallel_row(name, n, C):
     g2 = np.empty((F, C))
     ck.accumulate_scores(K, n, coef, ypos, yneg, g2)
     assert np.array_equal(g1, g2)
+    g3 = np.full((F, C), np.nan)  # the fused pass over threads: per-block slots added in block order
+    ck.kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
+                              coef, ypos, yneg, g3)
+    assert np.array_equal(g1, g3)
     ref = np.zeros((F, C))
     for i in range(n):
         ref[:, ypos[i]] += coef[i, 0] * K[:, i]

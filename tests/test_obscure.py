@@ -555,16 +555,19 @@ def test_river_budget_keeps_arrays_bounded():
 # -- the parallel kernel-row path of the engine ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("budget, eviction", [(None, "oldest"), (15, "oldest"), (15, "least_impact")])
-def test_parallel_row_path_gives_identical_steps(monkeypatch, budget, eviction):
-    """``learn`` with the parallel kernel row (buffers >= PARALLEL_MIN_ROWS) == the fused serial pass, bit for bit."""
+@pytest.mark.parametrize("budget, eviction, n_classes", [(None, "oldest", 3), (15, "oldest", 3),
+                                                        (15, "least_impact", 3), (None, "oldest", 2),
+                                                        (None, "oldest", 14)])
+def test_parallel_row_path_gives_identical_steps(monkeypatch, budget, eviction, n_classes):
+    """``learn`` on buffers >= PARALLEL_MIN_ROWS (the fused pass over threads; the parallel kernel
+    row past DENSE_OUTPUTS classes) == the fused serial pass, bit for bit."""
     from onlinemkl import _config
 
-    X, y = make_data(200, 3, seed=31)
+    X, y = make_data(200, n_classes, seed=31)
     runs = []
     for threshold in (10**9, 0):
         monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", threshold)
-        eng, _ = engine_and_reference(3, 1.5, budget=budget, eviction=eviction)
+        eng, _ = engine_and_reference(n_classes, 1.5, budget=budget, eviction=eviction)
         out = []
         for i in range(200):
             if i == 100:

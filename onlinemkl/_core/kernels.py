@@ -1367,6 +1367,42 @@ def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, grange
                     g_out[j, cn] -= v
 
 
+@njit_parallel
+def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
+                           coef, ypos, yneg, g_out):
+    """:func:`kernel_scores` with its blocks spread over threads, the same numbers.
+
+    Each block's sums (:func:`accumulate_block`'s) go to a slot of their own, then the slots
+    are added in block order, which is the serial pass's sequence of additions: identical
+    results, without writing the ``F x n`` kernel row and reading it back (the parallel row,
+    :func:`kernel_row_parallel` + :func:`accumulate_scores`, was slower than the serial fused
+    pass at every size up to 3x10^5 rows of 16 features).  Only the dense accumulation
+    (:func:`dense_accumulation`); the caller takes the parallel row otherwise.
+    """
+    G = gptr.shape[0] - 1
+    F = codes.shape[0]
+    C = g_out.shape[1]
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    parts = np.zeros((n_blocks, F, C))
+    for b in numba.prange(n_blocks):
+        i0 = b * ROW_BLOCK
+        m = min(ROW_BLOCK, n - i0)
+        # scratch per block, passed as is: an alias of it would be its last use (see kernel_row_parallel)
+        dots = np.empty((G, ROW_BLOCK))
+        sqds = np.empty((G, ROW_BLOCK))
+        l1s = np.empty((G, ROW_BLOCK))
+        kv = np.empty((F, ROW_BLOCK))
+        ws = np.empty((GRID_B, ROW_BLOCK))
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                         dots, sqds, l1s, kv, 0)
+        accumulate_block(kv, 0, m, coef, i0, ypos, yneg, ws, parts[b])
+    g_out[:, :] = 0.0
+    for b in range(n_blocks):
+        for j in range(F):
+            for c in range(C):
+                g_out[j, c] += parts[b, j, c]
+
+
 @njit
 def accumulate_scores(K, n, coef, ypos, yneg, g_out):
     """Scores from a precomputed kernel row ``K[F, n]`` (same sums, same order as
