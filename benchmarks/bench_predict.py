@@ -7,9 +7,11 @@
    river level: ``predict_one`` in a loop vs ``predict_many`` on a DataFrame.  Reported:
    microseconds per example and the speed-up (target >= 5x).
 2. ``parallel``: ``kernel_row`` (serial, blocked) vs ``kernel_row_parallel`` (prange over
-   blocks) and, as ``learn`` uses them, the fused serial score pass ``kernel_scores`` vs
-   ``kernel_row_parallel + accumulate_scores``, over ``n``, best and median of ``repeat``
-   calls.  ``PARALLEL_MIN_ROWS`` in ``onlinemkl/_config.py`` is set from this table run
+   blocks) and, as ``learn`` uses them, the fused serial score pass ``kernel_scores`` vs the
+   same over threads, ``kernel_scores_parallel`` (``learn``'s parallel path for up to
+   ``DENSE_OUTPUTS`` classes), and vs ``kernel_row_parallel + accumulate_scores`` (its path
+   past that, and the only one before: ``krow_speedup``), over ``n``, best and median of
+   ``repeat`` calls.  ``PARALLEL_MIN_ROWS`` in ``onlinemkl/_config.py`` is set from this table run
    twice, on an idle machine and on a busy one (the crossover moves from ~300 rows to
    ~10^5 rows, because waking a worker thread costs milliseconds when the other core is
    busy): the threshold is where the loss on a busy machine stays small (see _config.py).
@@ -134,19 +136,23 @@ def parallel_rows(ns, dims, repeat):
                 ck.kernel_scores(*args, b.coef, b.ypos, b.yneg, g)
 
             def learn_p():
+                ck.kernel_scores_parallel(*args, b.coef, b.ypos, b.yneg, g)
+
+            def learn_k():
                 ck.kernel_row_parallel(*args, out)
                 ck.accumulate_scores(out, n, b.coef, b.ypos, b.yneg, g)
 
-            for f in (row_s, row_p, learn_s, learn_p):
+            for f in (row_s, row_p, learn_s, learn_p, learn_k):
                 f()
             rs_min, rs_med = _timings(row_s, repeat)
             rp_min, rp_med = _timings(row_p, repeat)
             ls_min, ls_med = _timings(learn_s, repeat)
             lp_min, lp_med = _timings(learn_p, repeat)
+            lk_min, lk_med = _timings(learn_k, repeat)
             rows.append({"n": n, "d": d, "threads": numba.get_num_threads(), "row_serial_us": rs_min * 1e6,
                          "row_speedup_min": rs_min / rp_min, "row_speedup_med": rs_med / rp_med,
                          "scores_serial_us": ls_min * 1e6, "learn_speedup_min": ls_min / lp_min,
-                         "learn_speedup_med": ls_med / lp_med})
+                         "learn_speedup_med": ls_med / lp_med, "krow_speedup_med": ls_med / lk_med})
             print(rows[-1], flush=True)
     return rows
 

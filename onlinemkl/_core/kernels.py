@@ -1016,12 +1016,11 @@ def effective_diag(raw, normalized):
 #: Rows per block of the blocked passes: the per-group quantities and the kernel
 #: values of a block ((3 G + F) x ROW_BLOCK floats, 64 KB for one group and five
 #: kernels) stay in L1/L2 while every kernel of the group reads them, and the
-#: per-block cost of calling each kernel's loop (~100 ns: Numba passes each array
-#: argument with two atomic reference-count updates) is spread over many rows.
+#: per-block cost of the calls (kernel by kernel) is spread over many rows.
 #: Measured on the build machine (OBSCURE scores, 5 kernels): 64 -> 256 rows ~30%
-#: faster, 256 -> 512 another 7-10%; once the loops themselves got faster (eight-row
-#: dot products, ladders, the grid accumulation), 512 -> 1024 ~10% (learn at
-#: 10^4 x 16: 62 -> 57 µs); 2048 within noise of 1024.
+#: faster, 256 -> 512 another 7-10%, 512 -> 1024 ~10%.  Again once the block loops
+#: stopped counting references (_borrowed): learn at 10^4 x 16, 256 rows 51 µs,
+#: 512 43, 1024 39, 2048 39.
 ROW_BLOCK = 1024
 
 
