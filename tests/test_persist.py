@@ -299,6 +299,24 @@ def rewrite(src, dst, edit_meta=None, edit_entries=None):
     return dst
 
 
+def get_array(entries, name):
+    """An array entry of a model file being rewritten (:func:`rewrite`)."""
+    import io
+
+    return np.load(io.BytesIO(entries[name]))
+
+
+def put_array(entries, meta, name, arr):
+    """Replace an array entry, with the checksum and size a valid file would have (a crafted file)."""
+    import hashlib
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr))
+    entries[name] = buf.getvalue()
+    meta["entries"][name] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "size": len(buf.getvalue())}
+
+
 def test_truncated_files_are_refused(saved, tmp_path):
     _, path = saved
     data = path.read_bytes()
@@ -410,19 +428,13 @@ def test_object_arrays_are_refused(saved, tmp_path):
 ])
 def test_inconsistent_state_is_refused(saved, tmp_path, array, index, value, rule):
     """A file with valid checksums but an impossible state (crafted) never reaches the compiled code."""
-    import hashlib
-    import io
-
     _, path = saved
 
     def edit(entries, meta):
         name = f"arrays/2/{array}.npy"
-        arr = np.load(io.BytesIO(entries[name]))
+        arr = get_array(entries, name)
         arr[index] = value
-        buf = io.BytesIO()
-        np.save(buf, arr)
-        entries[name] = buf.getvalue()
-        meta["entries"][name] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "size": len(buf.getvalue())}
+        put_array(entries, meta, name, arr)
 
     p = rewrite(path, tmp_path / "crafted.omkl", edit_entries=edit)
     with pytest.raises(ModelFileError, match=f"crafted.omkl.*inconsistent.*{rule}"):
@@ -444,19 +456,13 @@ def test_value_encoding_round_trips():
 def test_files_from_before_the_ladder_columns_load_and_predict_the_same(saved, tmp_path):
     """Parameter rows of the older 4-column layout (no RBF ladder columns) load; the ladders are
     derived again from the restored gammas, and the model predicts exactly as before."""
-    import hashlib
-    import io
-
     pipe, path = saved
 
     def edit(entries, meta):
         name = "arrays/2/ck.params.npy"
-        arr = np.load(io.BytesIO(entries[name]))
+        arr = get_array(entries, name)
         assert arr.shape[1] == 8 and np.any(arr[:, 4] >= 2)  # the default set has ladders
-        buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(arr[:, :4]))
-        entries[name] = buf.getvalue()
-        meta["entries"][name] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "size": len(buf.getvalue())}
+        put_array(entries, meta, name, arr[:, :4])
 
     old = load(rewrite(path, tmp_path / "old.omkl", edit_entries=edit))
     new = load(path)
@@ -477,21 +483,15 @@ def _raw_diagonals(sdiag, params):
 def test_files_with_raw_diagonals_load_and_predict_the_same(saved, tmp_path):
     """Files from before the stored reciprocal roots hold raw diagonals of normalised kernels;
     a restored buffer recomputes its per-row caches from its rows, so they predict as before."""
-    import hashlib
-    import io
-
     pipe, path = saved
 
     def edit(entries, meta):
-        params = np.load(io.BytesIO(entries["arrays/2/ck.params.npy"]))
+        params = get_array(entries, "arrays/2/ck.params.npy")
         name = "arrays/2/buf.sdiag.npy"
-        sdiag = np.load(io.BytesIO(entries[name]))
+        sdiag = get_array(entries, name)
         raw = _raw_diagonals(sdiag, params)
         assert np.any(params[:, 3] != 0) and not np.array_equal(raw, sdiag)  # the default set normalises
-        buf = io.BytesIO()
-        np.save(buf, raw)
-        entries[name] = buf.getvalue()
-        meta["entries"][name] = {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(), "size": len(buf.getvalue())}
+        put_array(entries, meta, name, raw)
 
     old = load(rewrite(path, tmp_path / "old.omkl", edit_entries=edit))
     new = load(path)

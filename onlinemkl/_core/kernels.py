@@ -1229,21 +1229,24 @@ def kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, 
                          B(dots_own), B(sqds_own), B(l1s_own), out, i0)
 
 
+@njit
+def kernel_row_block_own_scratch(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                                 out, o0):
+    """:func:`kernel_row_block` with scratch of its own: the per-block body of the passes over
+    threads.  The scratch is passed as is (an alias of it would be its last use, and Numba
+    would free it before the call)."""
+    G = gptr.shape[0] - 1
+    kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                     np.empty((G, ROW_BLOCK)), np.empty((G, ROW_BLOCK)), np.empty((G, ROW_BLOCK)), out, o0)
+
+
 @njit_parallel
 def kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out):
     """:func:`kernel_row` with blocks of rows spread over threads (identical results)."""
-    G = gptr.shape[0] - 1
-    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
-    for b in numba.prange(n_blocks):
+    for b in numba.prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         i0 = b * ROW_BLOCK
-        m = min(ROW_BLOCK, n - i0)
-        # scratch per block, passed as is: an alias of it would be its last use, and Numba
-        # would free it before the call
-        dots = np.empty((G, ROW_BLOCK))
-        sqds = np.empty((G, ROW_BLOCK))
-        l1s = np.empty((G, ROW_BLOCK))
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                         dots, sqds, l1s, out, i0)
+        kernel_row_block_own_scratch(x, xsq, xdiag, S, ssq, sdiag, i0, min(ROW_BLOCK, n - i0), codes, params,
+                                     kgroup, granges, gptr, gl1, out, i0)
 
 
 #: Up to this many outputs (columns of the score array), scores shared by all kernels
@@ -1378,7 +1381,6 @@ def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgrou
     pass at every size up to 3x10^5 rows of 16 features).  Only the dense accumulation
     (:func:`dense_accumulation`); the caller takes the parallel row otherwise.
     """
-    G = gptr.shape[0] - 1
     F = codes.shape[0]
     C = g_out.shape[1]
     n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
@@ -1386,15 +1388,10 @@ def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgrou
     for b in numba.prange(n_blocks):
         i0 = b * ROW_BLOCK
         m = min(ROW_BLOCK, n - i0)
-        # scratch per block, passed as is: an alias of it would be its last use (see kernel_row_parallel)
-        dots = np.empty((G, ROW_BLOCK))
-        sqds = np.empty((G, ROW_BLOCK))
-        l1s = np.empty((G, ROW_BLOCK))
         kv = np.empty((F, ROW_BLOCK))
-        ws = np.empty((GRID_B, ROW_BLOCK))
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                         dots, sqds, l1s, kv, 0)
-        accumulate_block(kv, 0, m, coef, i0, ypos, yneg, ws, parts[b])
+        kernel_row_block_own_scratch(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr,
+                                     gl1, kv, 0)
+        accumulate_block(kv, 0, m, coef, i0, ypos, yneg, np.empty((GRID_B, ROW_BLOCK)), parts[b])
     g_out[:, :] = 0.0
     for b in range(n_blocks):
         for j in range(F):
