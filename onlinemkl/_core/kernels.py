@@ -1006,11 +1006,12 @@ def refresh_row_caches(S, n, codes, params, kgroup, granges, gptr, ssq, sdiag):
 
 
 @njit
-def effective_diag(raw, normalized):
-    """``K_j(x, x)`` as the model sees it: 1 for a normalised kernel (0 if the raw value is 0)."""
+def effective_diag(stored, normalized):
+    """``K_j(x, x)`` as the model sees it, from the stored diagonal (:func:`stored_diag`): 1 for a
+    normalised kernel (0 where its diagonal is not positive), else the raw value itself."""
     if normalized != 0.0:
-        return 1.0 if raw > 0.0 else 0.0
-    return raw
+        return 1.0 if stored > 0.0 else 0.0
+    return stored
 
 
 #: Rows per block of the blocked passes: the per-group quantities and the kernel
