@@ -559,8 +559,8 @@ def test_accumulate_block_vector_path_equals_plain_loops_bit_for_bit(m, C, F):
 
 
 @numba.njit(cache=False)
-def _signed_grid_njit(kv, t0, nk, coef, ypos, yneg, i0, c0, m):
-    return ck._signed_grid(kv, t0 * 8, kv.strides[0], nk, coef, ypos, yneg, i0, c0, m)
+def _signed_grid_njit(kv, t0, nk, coef, ypos, yneg, i0, c0, nc, m):
+    return ck._signed_grid(kv, t0 * 8, kv.strides[0], nk, coef, ypos, yneg, i0, c0, nc, m)
 
 
 @pytest.mark.parametrize("m", [0, 1, 7, 8, 9, 61, 64])
@@ -579,12 +579,13 @@ def test_signed_grid_is_the_scalar_weights_dot_bit_for_bit(m):
         w = np.array([[coef[i0 + t, 0] * float(int(ypos[i0 + t] == c0 + c) - int(yneg[i0 + t] == c0 + c))
                        for t in range(m)] for c in range(ck.GRID_B)])
         for nk in range(1, ck.SIGNED_A + 1):
-            out = _signed_grid_njit(kv, t0, nk, coef, ypos, yneg, i0, c0, m)
-            assert len(out) == ck.SIGNED_A * ck.GRID_B
-            for a in range(ck.SIGNED_A):
-                for c in range(ck.GRID_B):
-                    want = ck._dot_lanes_ref(w[c], kv[:, t0:t0 + m].copy(), a, 0, m) if a < nk else 0.0
-                    assert out[ck.GRID_B * a + c] == want
+            for nc in range(1, ck.GRID_B + 1):
+                out = _signed_grid_njit(kv, t0, nk, coef, ypos, yneg, i0, c0, nc, m)
+                assert len(out) == ck.SIGNED_A * ck.GRID_B
+                for a in range(ck.SIGNED_A):
+                    for c in range(nc):
+                        want = ck._dot_lanes_ref(w[c], kv[:, t0:t0 + m].copy(), a, 0, m) if a < nk else 0.0
+                        assert out[ck.GRID_B * a + c] == want
 
 
 @numba.njit(cache=False)

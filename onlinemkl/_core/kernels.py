@@ -406,7 +406,7 @@ SIGNED_A = 5
 
 
 @intrinsic
-def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, m):
+def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, nc, m):
     """:func:`accumulate_block`'s dense sums, the signed coefficients made in registers.
 
     Entry ``GRID_B a + c`` of the returned tuple is the dot product of kernel row ``a`` (``m``
@@ -414,25 +414,28 @@ def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, m):
     weights of output ``c0 + c`` (``c < GRID_B``), ``w_c(t) = coef[i0 + t, 0] * (int(ypos[i0 + t]
     == c0 + c) - int(yneg[i0 + t] == c0 + c))``: exactly ``+-coef`` or a zero, computed as that
     scalar formula (an integer difference, converted, times the coefficient).  Entries of
-    kernels past ``nk`` are 0.  Each entry is :func:`_dot8` of the weights with the kernel row,
+    kernels past ``nk`` are 0, and with ``nc = 1`` (one output) so are those of the other
+    outputs; with ``nc > 1`` all ``GRID_B`` outputs are computed (those past the model's are 0).  Each entry is :func:`_dot8` of the weights with the kernel row,
     bit for bit (the same lanes, tree and tail).  The weights are made eight rows per vector
     and feed ``nk x GRID_B`` independent accumulators in one pass over the block.  This
     replaced a pass writing the weights to scratch plus one ``_dot8_grid`` pass per two
     kernels reading them back: at 10^4 x 16, 5 kernels, 3 outputs, 0.9 -> 0.5 ns a row.  One
-    loop per kernel count (a ``switch`` on ``nk``), so no accumulator is wasted.  The caller
+    loop per kernel count (a ``switch`` on ``nk``) and one for a single output, so binary
+    models do a quarter of the work (a loop per output count too cost 4.6 s more compilation
+    on a first call for 0.1 ns a row at 3 outputs).  The caller
     guarantees contiguous ``coef[:, 0]``, ``ypos``, ``yneg`` and kernel rows.
     """
     if not (_all_f64_arrays(kv, coef) and isinstance(ypos, types.Array) and isinstance(yneg, types.Array)
             and ypos.dtype == types.int64 and yneg.dtype == types.int64):
         return None
     ret = types.UniTuple(types.float64, SIGNED_A * GRID_B)
-    sig = ret(kv, types.intp, types.intp, types.intp, coef, ypos, yneg, types.intp, types.intp, types.intp)
+    sig = ret(kv, types.intp, types.intp, types.intp, coef, ypos, yneg, types.intp, types.intp, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
         from llvmlite import ir
         from numba.core import cgutils
 
-        kvv, ko, krow, nk_, cv, pv, nv_, i0v, c0v, mm = args
+        kvv, ko, krow, nk_, cv, pv, nv_, i0v, c0v, nc_, mm = args
         ity = mm.type
         dbl = ir.DoubleType()
         i64 = ir.IntType(64)
@@ -458,7 +461,7 @@ def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, m):
         result = cgutils.alloca_once_value(builder, ir.Constant(ir.ArrayType(dbl, SIGNED_A * GRID_B),
                                                                 [0.0] * (SIGNED_A * GRID_B)))
 
-        def weights(t, lanes):
+        def weights(t, lanes, nc):
             i = builder.add(i0v, t)
             ft, xt = (vt, it) if lanes == 8 else (dbl, i64)
 
@@ -469,28 +472,28 @@ def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, m):
 
             w, yp, yn = load(cp, dbl), load(pp, i64), load(np_, i64)
             out = []
-            for c in range(GRID_B):
+            for c in range(nc):
                 cc = csv[c] if lanes == 8 else cs[c]
                 sgn = builder.sub(builder.zext(builder.icmp_signed("==", yp, cc), xt),
                                   builder.zext(builder.icmp_signed("==", yn, cc), xt))
                 out.append(builder.fmul(w, builder.sitofp(sgn, ft)))
             return out
 
-        def emit(na):
-            accs = [[cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * 8)) for _ in range(GRID_B)]
+        def emit(na, nc):
+            accs = [[cgutils.alloca_once_value(builder, ir.Constant(vt, [0.0] * 8)) for _ in range(nc)]
                     for _ in range(na)]
             with cgutils.for_range(builder, nv) as loop:
                 t = builder.mul(loop.index, eight)
-                ws = weights(t, 8)
+                ws = weights(t, 8, nc)
                 off = builder.mul(loop.index, ir.Constant(ity, 64))
                 for a in range(na):
                     va = builder.load(builder.bitcast(builder.gep(krows[a], [off]), vt.as_pointer()), align=8)
-                    for c in range(GRID_B):
+                    for c in range(nc):
                         builder.store(builder.call(vfma, [va, ws[c], builder.load(accs[a][c])]), accs[a][c])
             sums = []
             for a in range(na):
                 row = []
-                for c in range(GRID_B):
+                for c in range(nc):
                     acc = builder.load(accs[a][c])
                     lane = [builder.extract_element(acc, ir.Constant(i32, k)) for k in range(8)]
                     s = builder.fadd(builder.fadd(builder.fadd(lane[0], lane[4]), builder.fadd(lane[2], lane[6])),
@@ -498,24 +501,29 @@ def _signed_grid(typingctx, kv, k_off, k_row, nk, coef, ypos, yneg, i0, c0, m):
                     row.append(cgutils.alloca_once_value(builder, s))
                 sums.append(row)
             with cgutils.for_range_slice(builder, start, mm, ir.Constant(ity, 1), inc=True) as (t, _):
-                ws = weights(t, 1)
+                ws = weights(t, 1, nc)
                 for a in range(na):
                     e = builder.load(builder.bitcast(builder.gep(krows[a], [builder.mul(t, eight)]), dbl.as_pointer()))
-                    for c in range(GRID_B):
+                    for c in range(nc):
                         builder.store(builder.call(sfma, [e, ws[c], builder.load(sums[a][c])]), sums[a][c])
             arr = builder.load(result)
             for a in range(na):
-                for c in range(GRID_B):
+                for c in range(nc):
                     arr = builder.insert_value(arr, builder.load(sums[a][c]), GRID_B * a + c)
             builder.store(arr, result)
 
         done = builder.append_basic_block("signed.done")
+        one = builder.icmp_signed("==", nc_, ir.Constant(nc_.type, 1))
         sw = builder.switch(nk_, done)
         for na in range(1, SIGNED_A + 1):
             case = builder.append_basic_block(f"signed.k{na}")
             sw.add_case(ir.Constant(nk_.type, na), case)
             builder.position_at_end(case)
-            emit(na)
+            with builder.if_else(one) as (single, several):
+                with single:  # one output (binary models): a quarter of the work
+                    emit(na, 1)
+                with several:
+                    emit(na, GRID_B)
             builder.branch(done)
         builder.position_at_end(done)
         arr = builder.load(result)
@@ -1293,7 +1301,7 @@ def accumulate_block(kv, t0, m, coef, i0, ypos, yneg, ws, g_out):
             # every (kernel, output) pair of SIGNED_A kernels in one pass, the weights made in registers
             for j0 in range(0, F, SIGNED_A):
                 nj = min(SIGNED_A, F - j0)
-                r = _signed_grid(kv, j0 * kv.strides[0] + t0 * 8, kv.strides[0], nj, coef, ypos, yneg, i0, c0, m)
+                r = _signed_grid(kv, j0 * kv.strides[0] + t0 * 8, kv.strides[0], nj, coef, ypos, yneg, i0, c0, nc, m)
                 for a in range(nj):
                     for c in range(nc):
                         g_out[j0 + a, c0 + c] += r[GRID_B * a + c]
