@@ -1386,8 +1386,9 @@ def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgrou
     Each block's sums (:func:`accumulate_block`'s) go to a slot of their own, then the slots
     are added in block order, which is the serial pass's sequence of additions: identical
     results, without writing the ``F x n`` kernel row and reading it back (the parallel row,
-    :func:`kernel_row_parallel` + :func:`accumulate_scores`, was slower than the serial fused
-    pass at every size up to 3x10^5 rows of 16 features).  Only the dense accumulation
+    :func:`kernel_row_parallel` + :func:`accumulate_scores`, ran at 0.55-0.95x the serial fused
+    pass at 10^4-3x10^5 rows of 16 features in one benchmark run, 0.97-1.29x in another; this
+    pass, 1.7-2.1x from 10^5 rows).  Only the dense accumulation
     (:func:`dense_accumulation`); the caller takes the parallel row otherwise.
     """
     F = codes.shape[0]
