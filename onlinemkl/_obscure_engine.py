@@ -18,6 +18,7 @@ from . import _config
 from ._buffer import RefreshRowCachesOnUnpickle, SupportBuffer
 from ._core import buffer as _cb
 from ._core import kernels as _ck
+from ._core import scores as _cs
 from ._core import obscure as _co
 from ._validation import check_number
 from .kernels import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
@@ -128,25 +129,31 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         n = self.n_support
         self.buf.ensure_rows(n + 1)
         b = self.buf
-        use_krow = 0
+        mode = _co.FUSED
         if n >= _config.PARALLEL_MIN_ROWS:
             xsq = np.empty(self.ck.n_groups)
             xdiag = np.empty(self.ck.n_kernels)
             codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
             _ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-            if self.g.shape[1] <= _ck.DENSE_OUTPUTS:  # the fused pass over threads: the scores into g
-                _ck.kernel_scores_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges,
+            if self.g.shape[1] <= _cs.DENSE_OUTPUTS:  # the fused pass over threads: the scores into g
+                _cs.kernel_scores_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges,
                                            gptr, gl1, b.coef, b.ypos, b.yneg, self.g)
-                use_krow = 2
+                mode = _co.SCORES_GIVEN
             else:  # many classes: the parallel kernel row, then the scatter in row order
                 if self.krow.shape[1] < b.capacity:
                     self.krow = np.zeros((self.ck.n_kernels, b.capacity))
                 _ck.kernel_row_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup,
                                         granges, gptr, gl1, self.krow)
-                use_krow = 1
-        return _co.obscure_learn(
+                _cs.accumulate_scores(self.krow, n, b.coef, b.ypos, b.yneg, self.g)
+                mode = _co.SCORES_GIVEN
+        return self._step(x, y, mode)[:3]
+
+    def _step(self, x, y, mode):
+        """The one compiled entry point of learning and prediction (``_core.obscure.obscure_step``)."""
+        b = self.buf
+        return _co.obscure_step(
             x, y, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
-            self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, self.krow, use_krow,
+            self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, mode,
         )
 
     def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
@@ -173,7 +180,7 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
                 self.krow = np.zeros((self.ck.n_kernels, b.capacity))
             return _co.obscure_fit_pass(order, X, yi, Kt, state["sv"], b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef,
                                         b.tstamp, *self.ck.arrays(), self.theta_sq, self.istate, self.fstate,
-                                        self.hyper, self.g, self.scores, self.krow)
+                                        self.hyper, self.g, self.scores)
 
         def train_scores():
             """Scores of every training example from ``Kt`` (no kernel recomputation):
@@ -193,8 +200,7 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         return run
 
     def scores_one(self, x: np.ndarray) -> np.ndarray:
-        _co.obscure_scores(x, *self._core_args(), self.theta_sq, self.istate, self.fstate, self.hyper,
-                           self.g, self.scores)
+        self._step(x, 0, _co.PREDICT)
         return self.scores[: self.n_outputs].copy()
 
     # -- batch --------------------------------------------------------------------------

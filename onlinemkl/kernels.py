@@ -33,6 +33,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
+from ._core import batch as _cb
 from ._core import kernels as _ck
 
 __all__ = [
@@ -560,10 +561,10 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
     for g in range(ck.n_groups):
         js = np.nonzero(ck.kgroup == g)[0].astype(np.int64)
         dots, l1, sqd, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), int(ck.gl1[g]))
-        _ck.stored_self_kernels(xsq, js, codes, params, xdiag)
+        _cb.stored_self_kernels(xsq, js, codes, params, xdiag)
         if S is not Xq:
-            _ck.stored_self_kernels(zsq, js, codes, params, zdiag)
-        _ck.values_from_products(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1, l1 is not None,
+            _cb.stored_self_kernels(zsq, js, codes, params, zdiag)
+        _cb.values_from_products(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1, l1 is not None,
                                  none if sqd is None else sqd, sqd is not None,
                                  js, codes, params, xdiag, zdiag, S is Xq, out)
     return out
@@ -588,10 +589,8 @@ class WeightedKernelSum:
         self.groups = []
         for g in range(ck.n_groups):
             js = np.nonzero(ck.kgroup == g)[0]
-            is_exp = np.isin(ck.codes[js], (_ck.RBF, _ck.LAPLACIAN))
             cols = _group_columns(ck, g)
-            self.groups.append((g, cols, js.astype(np.int64), js[~is_exp].astype(np.int64),
-                                js[is_exp].astype(np.int64), np.ascontiguousarray(ssq[:, g]),
+            self.groups.append((g, cols, js.astype(np.int64), np.ascontiguousarray(ssq[:, g]),
                                 S[:, cols] if isinstance(cols, slice) else np.ascontiguousarray(S[:, cols])))
         ns = S.shape[0]
         self.acc = np.empty((block_rows, ns))
@@ -610,7 +609,7 @@ class WeightedKernelSum:
         acc = self.acc[:b]
         acc[:] = 0.0
         ck = self.ck
-        for g, cols, js, ojs, ejs, zsq, Sg in self.groups:
+        for g, cols, js, zsq, Sg in self.groups:
             Xg = np.ascontiguousarray(Xq[:, cols])
             dots = np.ascontiguousarray(Xg @ Sg.T)
             xsq = np.einsum("ij,ij->i", Xg, Xg)
@@ -618,9 +617,9 @@ class WeightedKernelSum:
             l1 = _l1_distances(Xg, Sg) if flags & _ck.GROUP_L1 else None
             sqd = _sq_distances(Xg, Sg) if flags & _ck.GROUP_SQDIST else None
             xdiag = self.xdiag[:b]
-            _ck.stored_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
-            _ck.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
-                                  self.none if sqd is None else sqd, sqd is not None, ojs, ejs,
+            _cb.stored_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
+            _cb.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
+                                  self.none if sqd is None else sqd, sqd is not None, js,
                                   ck.codes, ck.params, xdiag, self.zinv, self.w, acc)
         return acc
 

@@ -1,7 +1,8 @@
 """The fast paths give the same numbers as the plain ones (no timing here: see benchmarks/).
 
-* blocked kernel rows / fused scores == the row-at-a-time reference (bit for bit);
-* serial kernel row == parallel kernel row (bit for bit);
+* blocked kernel rows / fused scores == the row-at-a-time reference (to 1e-11 relative: the
+  sums run in another order, the exponential is a polynomial in one and libm's in the other);
+* serial kernel row == parallel kernel row (the same tolerance);
 * batch prediction (BLAS blocks: ``scores_many``, ``decision_function``,
   river ``predict_many`` / ``predict_proba_many``) == the per-example loop (to 1e-12);
 * ``fit`` with precomputed kernel matrices == ``fit`` through per-example steps.
@@ -17,6 +18,7 @@ from river import datasets, preprocessing
 from onlinemkl import OBSCUREClassifier, _config
 from onlinemkl import obscure as _ob
 from onlinemkl._core import kernels as ck
+from onlinemkl._core import scores as cs
 from onlinemkl.kernels import RBF, BSpline, CompiledKernels, Laplacian, Linear, Polynomial, resolve_group_columns
 from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
 
@@ -32,6 +34,12 @@ KERNEL_SETS = {
              RBF(gamma=0.5, group=(2, 3, 4)), RBF(gamma=0.05, group=(2, 3, 4)), BSpline(h=3.0, group=(2, 3, 4)),
              RBF(gamma=1.5, group=(2, 3, 4))),  # a ladder (k = 3 on RBF(0.5)) beside stored distances
 }
+
+
+#: Tolerance of a blocked kernel value against the row-at-a-time reference: a few ulps of the
+#: value, plus the rounding of the dot products (summed in another order) carried through
+#: ``exp(-gamma d2)`` and the polynomial powers.
+ROW_RTOL, ROW_ATOL = 1e-11, 1e-12
 
 
 def _setup(kernels, n, d=7, seed=0):
@@ -81,16 +89,16 @@ def test_blocked_row_equals_reference_and_parallel(kset, n):
     parallel = np.full((F, n + 3), -7.0)
     ck.kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, serial)
     ck.kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, parallel)
-    assert np.array_equal(serial[:, :n], ref)
-    assert np.array_equal(parallel[:, :n], ref)
+    np.testing.assert_allclose(serial[:, :n], ref, rtol=ROW_RTOL, atol=ROW_ATOL)
+    np.testing.assert_allclose(parallel[:, :n], ref, rtol=ROW_RTOL, atol=ROW_ATOL)
     assert np.all(serial[:, n:] == -7.0) and np.all(parallel[:, n:] == -7.0)  # nothing past row n written
 
 
 @pytest.mark.parametrize("kset", list(KERNEL_SETS))
 @pytest.mark.parametrize("n_coef", [1, "F"])
-@pytest.mark.parametrize("n", [0, 5, 130, ck.ROW_BLOCK + 276, 2 * ck.ROW_BLOCK + 77])
-# dense accumulation up to ck.DENSE_OUTPUTS outputs (GRID_B at a time), the scatter above
-@pytest.mark.parametrize("C", [2, 4, 6, 11, 13])
+@pytest.mark.parametrize("n", [0, 5, 130, 2 * ck.ROW_BLOCK + 77])
+# dense accumulation up to cs.DENSE_OUTPUTS outputs, the scatter above
+@pytest.mark.parametrize("C", [2, 6, 13])
 def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
     x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n, seed=3)
     F = arrays[0].shape[0]
@@ -98,21 +106,21 @@ def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
     coef = rng.normal(size=(n + 3, F if n_coef == "F" else 1))
     ypos = rng.integers(0, C, size=n + 3)
     yneg = np.where(rng.random(n + 3) < 0.3, -1, (ypos + rng.integers(1, C, size=n + 3)) % C)
-    # runs of the same class (the accumulation order matters for bit equality)
+    # a run of the same class
     ypos[: min(n, 20)] = 1
     yneg[: min(n, 20)] = 0
     g_fused = np.full((F, C), 9.0)
-    ck.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, coef, ypos, yneg, g_fused)
+    cs.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, coef, ypos, yneg, g_fused)
     K = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
     g_ref = np.full((F, C), 9.0)
-    ck.accumulate_scores(np.ascontiguousarray(K), n, coef, ypos, yneg, g_ref)
-    assert np.array_equal(g_fused, g_ref)
-    # and both equal the plain sum  sum_i coef_i K_j(x, s_i) ([ypos_i = c] - [yneg_i = c])
+    cs.accumulate_scores(np.ascontiguousarray(K), n, coef, ypos, yneg, g_ref)
+    # both equal the plain sum  sum_i coef_i K_j(x, s_i) ([ypos_i = c] - [yneg_i = c])
     Y = (ypos[:n, None] == np.arange(C)).astype(float) - (yneg[:n, None] == np.arange(C)).astype(float)
     W = coef[:n] if n_coef == "F" else np.repeat(coef[:n], F, axis=1)
     expect = np.einsum("jn,nj,nc->jc", K[:, :n], W, Y)
     scale = np.einsum("jn,nj,nc->jc", np.abs(K[:, :n]), np.abs(W), np.abs(Y)) + 1e-300
-    assert np.all(np.abs(g_fused - expect) <= 1e-12 * scale)
+    assert np.all(np.abs(g_fused - expect) <= 1e-11 * scale)
+    assert np.all(np.abs(g_ref - expect) <= 1e-11 * scale)
 
 
 def _blobs(n=300, d=5, classes=3, seed=0):
@@ -144,8 +152,8 @@ def test_serial_and_parallel_learn_identical(monkeypatch):
         clf = OBSCUREClassifier(switch_after=120, random_state=0).partial_fit(X, y, classes=[0, 1, 2])
         b = clf._engine.buf
         out.append((clf._engine.theta_sq.copy(), b.coef.copy(), clf._engine.fstate.copy()))
-    for a, b in zip(*out):
-        assert np.array_equal(a, b)
+    for a, b in zip(*out):  # the same sums in the same block order; compiled apart, so within rounding
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
 def _river_stream(name, n):
@@ -260,7 +268,7 @@ def test_block_kernels_symmetric_equals_general():
 @pytest.mark.parametrize("C", [1, 3, 4, 5, 9])
 @pytest.mark.parametrize("m", [0, 1, 7, 8, 130])
 def test_proximal_block_accumulation_equals_the_plain_sum(F, C, m):
-    """accumulate_per_kernel (weighted values x transposed beta, lane-order grid dots) against the
+    """accumulate_per_kernel (weighted values x transposed beta, a dot product per pair) against the
     plain sum, every kernel and output, beta with zeros (as the multiclass hinge's rows)."""
     from onlinemkl._core import fobos as cf
 

@@ -20,10 +20,23 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import njit
-from .kernels import effective_diag, kernel_scores, kernel_value, normalise, row_quantities
+from .kernels import block_work, effective_diag, kernel_row_block, kernel_value, normalise, row_quantities
+from .scores import kernel_scores
 
 EVICT_OLDEST = 0
 EVICT_LEAST_IMPACT = 1
+
+
+@njit
+def put_row(dst, i, src):
+    """``dst[i, :len(src)] = src`` and zeros after it, element by element: a slice assignment
+    between arrays compiles a shape check with a formatted error message, seconds of first-run
+    compile time for a copy whose shapes the caller guarantees."""
+    d = src.shape[0]
+    for k in range(d):
+        dst[i, k] = src[k]
+    for k in range(d, dst.shape[1]):
+        dst[i, k] = 0.0
 
 
 @njit
@@ -32,14 +45,12 @@ def store(slot, x, xsq, xdiag, cpos, cneg, c, stamp, S, ssq, sdiag, ypos, yneg, 
 
     ``c`` is a length-A array of raw coefficients.
     """
-    d = x.shape[0]
-    S[slot, :d] = x
-    S[slot, d:] = 0.0
-    ssq[slot, :] = xsq
-    sdiag[slot, :] = xdiag
+    put_row(S, slot, x)
+    put_row(ssq, slot, xsq)
+    put_row(sdiag, slot, xdiag)
     ypos[slot] = cpos
     yneg[slot] = cneg
-    coef[slot, :] = c
+    put_row(coef, slot, c)
     tstamp[slot] = stamp
 
 
@@ -81,12 +92,12 @@ def remove_swap(slot, n, S, ssq, sdiag, ypos, yneg, coef, tstamp):
     """Remove ``slot`` by moving the last stored example into it; returns the new count."""
     last = n - 1
     if slot != last:
-        S[slot, :] = S[last, :]
-        ssq[slot, :] = ssq[last, :]
-        sdiag[slot, :] = sdiag[last, :]
+        put_row(S, slot, S[last])
+        put_row(ssq, slot, ssq[last])
+        put_row(sdiag, slot, sdiag[last])
         ypos[slot] = ypos[last]
         yneg[slot] = yneg[last]
-        coef[slot, :] = coef[last, :]
+        put_row(coef, slot, coef[last])
         tstamp[slot] = tstamp[last]
     return last
 
@@ -139,22 +150,6 @@ def update_norms_add(theta_sq, g, cpos, cneg, r, xdiag, params):
 
 
 @njit
-def single_kernel(x, xsq, xdiag, S, ssq, sdiag, i, codes, params, kgroup, granges, gptr, gl1, out):
-    """``out[j] = K_j(x, S_i)`` for one stored row (used when evicting)."""
-    G = gptr.shape[0] - 1
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
-    row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
-    for j in range(codes.shape[0]):
-        gi = kgroup[j]
-        v = kernel_value(codes[j], params[j], dots[gi], sqds[gi], l1s[gi])
-        if params[j, 3] != 0.0:
-            v = normalise(v, xdiag[j], sdiag[i, j])
-        out[j] = v
-
-
-@njit
 def evict(e, n, theta_sq, g, x, xsq, xdiag, S, ssq, sdiag, ypos, yneg, coef,
           codes, params, kgroup, granges, gptr, gl1):
     """Take stored example ``e`` out of theta: exact norm and score updates.
@@ -177,10 +172,12 @@ def evict(e, n, theta_sq, g, x, xsq, xdiag, S, ssq, sdiag, ypos, yneg, coef,
     per_kernel = 1 if ce.shape[0] > 1 else 0
     # ||theta + ce u_e||^2 = ||theta||^2 + 2 ce theta.u_e + ce^2 ||u_e||^2, with ce = -coef_e
     update_norms_add(theta_sq, ge, cp, cn, ce, xe_diag, params)
-    kx = np.empty(F)
-    single_kernel(x, xsq, xdiag, S, ssq, sdiag, e, codes, params, kgroup, granges, gptr, gl1, kx)
+    # K_j(x, x_e) through the blocked pass on the one row e (the code the scores just ran)
+    kx = np.empty((F, 1))
+    kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, e, kx.shape[1], codes, params, kgroup, granges, gptr, gl1,
+                     block_work(gptr.shape[0] - 1), kx, 0)
     for j in range(F):
-        v = ce[j * per_kernel] * kx[j]
+        v = ce[j * per_kernel] * kx[j, 0]
         g[j, cp] += v
         if cn >= 0:
             g[j, cn] -= v

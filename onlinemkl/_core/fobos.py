@@ -34,11 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import njit
-from .buffer import EVICT_OLDEST
-from .kernels import (GRID_A, GRID_B, ROW_BLOCK, _borrowed, _dot8_grid, _gather8, effective_diag, kernel_row_block,
-                      kernel_value, normalise, prepare_query, row_quantities)
+from .buffer import EVICT_OLDEST, put_row
+from .kernels import (ROW_BLOCK, block_work, effective_diag, kernel_row_block, kernel_value, normalise, prepare_query,
+                      row_quantities)
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
+from .scores import accumulate_per_kernel
 
 # hyper (read-only settings)
 H_LOSS = 0
@@ -84,68 +85,23 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
     """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass.
 
     The buffer is read in blocks of :data:`ROW_BLOCK` rows, as OBSCURE's fused pass
-    (:func:`onlinemkl._core.kernels.kernel_scores`): the per-group quantities of a block,
-    then every kernel's values from them (vectorised loops, equal to :func:`kernel_value` /
-    :func:`normalise` bit for bit), then the accumulation, :func:`accumulate_per_kernel`:
-    per block, a lane-order dot product for every (kernel, output) pair.  Every pass that
-    scores against the buffer goes through this function, so they all sum alike.
+    (:func:`onlinemkl._core.scores.kernel_scores`): every kernel's values on a block
+    (:func:`kernel_row_block`), then the block's sums (:func:`accumulate_per_kernel`: a dot
+    product for every (kernel, output) pair).  Every pass that scores against the buffer goes
+    through this function, so they all sum alike.
     """
     G = gptr.shape[0] - 1
     F = codes.shape[0]
     for k in range(F):
         for c in range(n_out):
             g[k, c] = 0.0
-    dots = np.empty((G, ROW_BLOCK))
-    sqds = np.empty((G, ROW_BLOCK))
-    l1s = np.empty((G, ROW_BLOCK))
+    work = block_work(G)
     kv = np.empty((F, ROW_BLOCK))
     bt = np.empty((n_out, ROW_BLOCK))
-    B = _borrowed  # no reference counting per block (see kernel_scores)
-    x, xsq, xdiag, S, ssq, sdiag = B(x), B(xsq), B(xdiag), B(S), B(ssq), B(sdiag)
-    codes, params, kgroup, granges, gptr, gl1 = B(codes), B(params), B(kgroup), B(granges), B(gptr), B(gl1)
-    coef, beta, g = B(coef), B(beta), B(g)
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                         B(dots), B(sqds), B(l1s), B(kv), 0)
-        accumulate_per_kernel(B(kv), m, coef, i0, beta, n_out, B(bt), g)
-
-
-@njit
-def accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g):
-    """``g[k, c] += sum_{t < m} (kv[k, t] coef[i0 + t, k]) beta[i0 + t, c]``; ``kv`` is overwritten.
-
-    ``kv[k, t]`` becomes the weighted value ``kv[k, t] * coef[i0 + t, k]``, ``bt[c, t] =
-    beta[i0 + t, c]`` (a transposed copy), and each ``g[k, c]`` gains the lane-order dot
-    product of the two rows, ``GRID_A`` kernels by up to ``GRID_B`` outputs per pass
-    (:func:`_dot8_grid`).  The row-by-row scatter it replaces (``g[k, c] += v_k b_c`` for every
-    nonzero ``b_c``: store-to-load chains through ``g`` and a branch per output) measured 6.7
-    ns a row at 5 kernels and 3 outputs; this, 2.7 ns.  Zeros in ``beta`` add exact zeros.
-    ``kv`` and ``bt`` are C-contiguous scratch with ``>= m`` columns.
-    """
-    F = kv.shape[0]
-    for k in range(F):
-        t0 = 0
-        if kv.strides[1] == 8:  # eight at a time, the same products (_gather8)
-            t0 = _gather8(kv, k * kv.strides[0], coef, i0 * coef.strides[0] + k * coef.strides[1], coef.strides[0],
-                          m, True)
-        for t in range(t0, m):
-            kv[k, t] = kv[k, t] * coef[i0 + t, k]
-    for c in range(n_out):
-        t0 = 0
-        if bt.strides[1] == 8:
-            t0 = _gather8(bt, c * bt.strides[0], beta, i0 * beta.strides[0] + c * beta.strides[1], beta.strides[0],
-                          m, False)
-        for t in range(t0, m):
-            bt[c, t] = beta[i0 + t, c]
-    for j0 in range(0, F, GRID_A):
-        nj = min(GRID_A, F - j0)
-        for c0 in range(0, n_out, GRID_B):
-            nc = min(GRID_B, n_out - c0)
-            r = _dot8_grid(kv, j0 * kv.strides[0], kv.strides[0], nj, bt, c0 * bt.strides[0], bt.strides[0], nc, m)
-            for a in range(nj):
-                for c in range(nc):
-                    g[j0 + a, c0 + c] += r[GRID_B * a + c]
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, kv, 0)
+        accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
 
 
 @njit
@@ -287,21 +243,15 @@ def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, gr
     xe = S[e, :].copy()
     xsq = ssq[e, :].copy()
     xdiag = sdiag[e, :].copy()
-    # The kernel values of x_e against a block of rows at once (the blocked pass of the scores:
-    # the same bits as row_quantities + kernel_value + normalise row by row, ~10x faster), then
-    # the scalar bookkeeping row by row, in order.
-    dots = np.empty((G, ROW_BLOCK))
-    sqds = np.empty((G, ROW_BLOCK))
-    l1s = np.empty((G, ROW_BLOCK))
+    # The kernel values of x_e against a block of rows at once (the blocked pass of the scores),
+    # then the scalar bookkeeping row by row, in order.
+    work = block_work(G)
     kv = np.empty((F, ROW_BLOCK))
     best = -1
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(_borrowed(xe), _borrowed(xsq), _borrowed(xdiag), _borrowed(S), _borrowed(ssq),
-                         _borrowed(sdiag), i0, m, _borrowed(codes), _borrowed(params), _borrowed(kgroup),
-                         _borrowed(granges), _borrowed(gptr), _borrowed(gl1), _borrowed(dots), _borrowed(sqds),
-                         _borrowed(l1s), _borrowed(kv), 0)
+        kernel_row_block(xe, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, kv, 0)
         for t in range(m):
             i = i0 + t
             for c in range(n_out):
@@ -460,11 +410,9 @@ def implicit_insert(slot, x, xsq, xdiag, u, eta, stamp, S, ssq, sdiag, coef, bet
     usq = 0.0
     for c in range(n_out):
         usq += u[c] * u[c]
-    d = x.shape[0]
-    S[slot, :d] = x
-    S[slot, d:] = 0.0
-    ssq[slot, :] = xsq
-    sdiag[slot, :] = xdiag
+    put_row(S, slot, x)
+    put_row(ssq, slot, xsq)
+    put_row(sdiag, slot, xdiag)
     tstamp[slot] = stamp
     for c in range(beta.shape[1]):
         beta[slot, c] = u[c] if c < n_out else 0.0

@@ -29,8 +29,8 @@ import numpy as np
 
 from .._config import njit
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
-from .kernels import (GRID_B, ROW_BLOCK, _borrowed, accumulate_block, accumulate_scores, dense_accumulation,
-                      effective_diag, kernel_scores, prepare_query)
+from .kernels import ROW_BLOCK, effective_diag, prepare_query
+from .scores import accumulate_block, dense_accumulation, kernel_scores, scatter_block
 
 # Indices into the ``hyper`` array (read-only settings).
 H_Q = 0  # dual exponent q = p / (p - 1)
@@ -60,6 +60,11 @@ F_S = 1  # stage-2 s_t
 F_LOSS_SUM = 2  # sum of online losses (for the running estimate of R)
 F_LOSS_N = 3
 N_FSTATE = 4
+
+# Where obscure_step's raw scores come from (its ``mode``).
+FUSED = 0
+SCORES_GIVEN = 2
+PREDICT = 3
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -144,35 +149,8 @@ def hinge_step_direction(scores, y, n_out, binary):
 
 
 @njit
-def obscure_scores(x, S, ssq, sdiag, ypos, yneg, coef, codes, params, kgroup, granges, gptr, gl1,
-                   theta_sq, istate, fstate, hyper, g, scores):
-    """Prediction scores of one example (no update).  Fills ``g`` and ``scores``."""
-    G = gptr.shape[0] - 1
-    F = codes.shape[0]
-    xsq = np.empty(G)
-    xdiag = np.empty(F)
-    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    kernel_scores(x, xsq, xdiag, S, ssq, sdiag, istate[I_N], codes, params, kgroup, granges, gptr, gl1,
-                  coef, ypos, yneg, g)
-    a = np.empty(F)
-    mirror_weights(theta_sq, hyper[H_Q], a)
-    n_out = 1 if hyper[H_BINARY] != 0.0 else int(hyper[H_NCLASS])
-    class_scores(g, a, fstate[F_SCALE], n_out, scores)
-
-
-@njit
-def obscure_learn(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
-                  theta_sq, istate, fstate, hyper, g, scores, krow, use_krow):
-    """One OBSCURE step on ``(x, y)``; returns ``(loss, yhat, updated)`` (see :func:`obscure_step`)."""
-    loss, yhat, updated, slot = obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
-                                             granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores, krow,
-                                             use_krow)
-    return loss, yhat, updated
-
-
-@njit
 def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
-                     granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores, krow):
+                     granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores):
     """Steps on the training examples ``order`` with precomputed kernel matrices ``Kt[j, i, s]``.
 
     The batch ``fit`` path: the kernel row of example ``i`` against the buffer is
@@ -184,36 +162,24 @@ def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef
     n_updates = 0
     dense = dense_accumulation(coef, g)
     kv = np.empty((F, ROW_BLOCK))
-    ws = np.empty((GRID_B if dense else 0, ROW_BLOCK))
+    ws = np.empty(ROW_BLOCK)
     for t in range(order.shape[0]):
         i = order[t]
         n = istate[I_N]
-        # The scores straight from Kt: the sums of accumulate_scores in the same order
-        # (blocks of ROW_BLOCK stored rows), so the numbers are the same.
+        # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
         g[:, :] = 0.0
-        if dense:
-            for i0 in range(0, n, ROW_BLOCK):
-                m = min(ROW_BLOCK, n - i0)
-                for j in range(F):
-                    for r in range(m):
-                        kv[j, r] = Kt[j, i, sv_index[i0 + r]]
-                # aliases without reference counting per block (see kernels.kernel_scores)
-                accumulate_block(_borrowed(kv), 0, m, _borrowed(coef), i0, _borrowed(ypos), _borrowed(yneg),
-                                 _borrowed(ws), _borrowed(g))
-        else:
-            for s in range(n):
-                ts = sv_index[s]
-                cp = ypos[s]
-                cn = yneg[s]
-                c = coef[s, 0]
-                for j in range(F):
-                    v = Kt[j, i, ts] * c
-                    g[j, cp] += v
-                    if cn >= 0:
-                        g[j, cn] -= v
+        for i0 in range(0, n, ROW_BLOCK):
+            m = min(ROW_BLOCK, n - i0)
+            for j in range(F):
+                for r in range(m):
+                    kv[j, r] = Kt[j, i, sv_index[i0 + r]]
+            if dense:
+                accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g)
+            else:
+                scatter_block(kv, m, coef, i0, ypos, yneg, g)
         loss, yhat, updated, slot = obscure_step(X[i], Yi[i], S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params,
                                                  kgroup, granges, gptr, gl1, theta_sq, istate, fstate, hyper, g,
-                                                 scores, krow, 2)
+                                                 scores, SCORES_GIVEN)
         if updated:
             n_updates += 1
             sv_index[slot] = i
@@ -222,13 +188,15 @@ def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef
 
 @njit
 def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
-                 theta_sq, istate, fstate, hyper, g, scores, krow, use_krow):
+                 theta_sq, istate, fstate, hyper, g, scores, mode):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
-    ``y`` is the output index (multiclass) or +1/-1 (binary).  ``krow`` is a
-    precomputed kernel row (``use_krow = 1``, from the parallel pass on large
-    buffers); ``use_krow = 2``: the caller has already filled ``g`` with the raw
-    per-kernel scores (the ``fit`` pass); otherwise the fused serial pass computes them.
+    ``y`` is the output index (multiclass) or +1/-1 (binary).  ``mode`` says where the raw
+    per-kernel scores ``g`` come from: :data:`FUSED`, the fused serial pass over the buffer;
+    :data:`SCORES_GIVEN`, the caller has filled ``g`` (the ``fit`` pass, and the parallel
+    passes on large buffers, compiled only when used);
+    :data:`PREDICT`, the fused pass and no update: ``scores`` are filled, nothing else changes
+    (prediction shares this one compiled entry point with learning: one compilation).
 
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
@@ -246,16 +214,14 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
     xsq = np.empty(G)
     xdiag = np.empty(F)
     prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    if use_krow == 1:
-        accumulate_scores(krow, n, coef, ypos, yneg, g)
-    elif use_krow == 2:
-        pass  # the caller has filled g (the fit pass, from precomputed kernel matrices)
-    else:
+    if mode != SCORES_GIVEN:
         kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
                       coef, ypos, yneg, g)
     a = np.empty(F)
     mirror_weights(theta_sq, q, a)
     class_scores(g, a, fstate[F_SCALE], n_out, scores)
+    if mode == PREDICT:
+        return 0.0, -1, False, -1
     loss, err, cpos, cneg, sign, yhat = hinge_step_direction(scores, y, n_out, binary)
     istate[I_CLOCK] += 1
     istate[I_CLEAN_RUN] = 0 if err else istate[I_CLEAN_RUN] + 1

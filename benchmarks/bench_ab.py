@@ -1,0 +1,159 @@
+"""A/B of two checkouts of onlinemkl in one run: the end-to-end figures a code change must keep.
+
+Each figure is measured in a fresh child process per checkout (``PYTHONPATH`` set to the
+checkout, a Numba cache of its own, warmed by a first, discarded child), the two checkouts
+alternating ``--rounds`` times; the report gives the best time of each and the ratio B / A of
+the throughputs (> 1: B is faster).  Only public classes are used, so any two versions of the
+library compare.
+
+Figures:
+
+* ``learn_1e4x16``   -- one OBSCURE step (the engine's ``learn`` where it has one, else
+                        ``OBSCUREClassifier.partial_fit`` on one row), buffer of ~10^4 stored
+                        examples of 16 features, 3 classes, the 5-kernel default set (nearly
+                        always an update: random labels);
+* ``predict_1e4x16`` -- the engine's scores of one row (else ``decision_function``) against the
+                        same buffer;
+* ``prox_learn_1e4x16`` -- ``ProximalMKLClassifier.partial_fit`` on one row, same buffer size;
+* ``river_<stream>`` -- ``StandardScaler() | onlinemkl.river.OBSCUREClassifier()`` (defaults),
+                        one prequential pass over river's bundled stream (examples per second,
+                        the peers benchmark's workload).
+
+Usage::
+
+    python benchmarks/bench_ab.py --a /path/to/old/checkout --b /path/to/new/checkout [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import write_report  # noqa: E402
+
+CHILD = r'''
+import json, sys, time
+import numpy as np
+what, quick = sys.argv[1], sys.argv[2] == "1"
+
+def best(fn, reps, number):
+    b = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        b = min(b, (time.perf_counter() - t0) / number)
+    return b
+
+if what.startswith("river_"):
+    from river import datasets, preprocessing
+    from onlinemkl.river import OBSCUREClassifier
+    ds = {"river_phishing": datasets.Phishing, "river_imagesegments": datasets.ImageSegments,
+          "river_bananas": datasets.Bananas}[what]()
+    model = preprocessing.StandardScaler() | OBSCUREClassifier()
+    data = list(ds)[: 400 if quick else None]
+    for x, y in data[:5]:  # compile outside the clock
+        model.predict_one(x); model.learn_one(x, y)
+    model = preprocessing.StandardScaler() | OBSCUREClassifier()
+    hits = 0
+    t0 = time.perf_counter()
+    for x, y in data:
+        hits += model.predict_one(x) == y
+        model.learn_one(x, y)
+    dt = time.perf_counter() - t0
+    print(json.dumps({"seconds_per_example": dt / len(data), "accuracy": hits / len(data)}))
+    sys.exit()
+
+from onlinemkl import OBSCUREClassifier, ProximalMKLClassifier
+from onlinemkl.kernels import RBF, Linear, Polynomial
+K = (RBF(gamma_scale=0.1), RBF(gamma_scale=1.0), RBF(gamma_scale=10.0), Linear(), Polynomial(degree=2))
+n = 2000 if quick else 10000
+d = 16
+rng = np.random.default_rng(0)
+X = rng.normal(size=(n + 200, d))
+y = rng.integers(0, 3, n + 200)
+if what == "prox_learn_1e4x16":
+    clf = ProximalMKLClassifier(kernels=K)
+else:
+    clf = OBSCUREClassifier(kernels=K, switch_after=None)
+clf.partial_fit(X[:1], y[:1], classes=[0, 1, 2])
+for i in range(1, n):
+    clf.partial_fit(X[i:i + 1], y[i:i + 1])
+nsv = int(clf.n_support_)
+rows = [X[i:i + 1] for i in range(n, n + 200)]
+# the engine itself (no input validation), where the version has one: what the per-example cost is
+eng = getattr(clf, "_engine", None)
+k = iter(range(10**9))
+if what == "predict_1e4x16":
+    score = getattr(eng, "scores_one", None) or getattr(eng, "scores", None)
+    if score is not None:
+        t = best(lambda: score(rows[next(k) % 200][0]), 5, 40)
+    else:
+        t = best(lambda: clf.decision_function(rows[next(k) % 200]), 5, 40)
+elif eng is not None and what == "learn_1e4x16":
+    def step():
+        i = next(k) % 200
+        eng.learn(rows[i][0], int(y[n + i]))
+    t = best(step, 5, 20)
+else:
+    def step():
+        i = next(k) % 200
+        clf.partial_fit(rows[i], y[n + i:n + i + 1])
+    t = best(step, 5, 20)
+print(json.dumps({"seconds_per_example": t, "n_support": nsv}))
+'''
+
+FIGURES = ("learn_1e4x16", "predict_1e4x16", "prox_learn_1e4x16", "river_phishing", "river_imagesegments",
+           "river_bananas")
+
+
+def run_child(checkout: Path, cache: Path, what: str, quick: bool) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(checkout), NUMBA_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, "-c", CHILD, what, "1" if quick else "0"], env=env, check=True,
+                         capture_output=True, text=True, timeout=1800)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, type=Path, help="checkout A (before)")
+    ap.add_argument("--b", required=True, type=Path, help="checkout B (after)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternations of A and B per figure")
+    ap.add_argument("--quick", action="store_true", help="small buffers and streams (a smoke run)")
+    ap.add_argument("--figures", default=",".join(FIGURES), help="comma-separated subset")
+    ap.add_argument("--name", default="ab", help="report name in benchmarks/results/")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        caches = {"A": Path(tmp) / "A", "B": Path(tmp) / "B"}
+        for what in args.figures.split(","):
+            best = {}
+            extra = {}
+            for side, path in (("A", args.a), ("B", args.b)):
+                run_child(path, caches[side], what, True)  # warm the cache
+            for _ in range(args.rounds):
+                for side, path in (("A", args.a), ("B", args.b)):
+                    r = run_child(path, caches[side], what, args.quick)
+                    best[side] = min(best.get(side, float("inf")), r["seconds_per_example"])
+                    extra[side] = r
+            row = {"figure": what, "A_us": round(best["A"] * 1e6, 2), "B_us": round(best["B"] * 1e6, 2),
+                   "throughput_B_over_A": round(best["A"] / best["B"], 3)}
+            if "accuracy" in extra["A"]:
+                row["accuracy_A"] = round(extra["A"]["accuracy"], 4)
+                row["accuracy_B"] = round(extra["B"]["accuracy"], 4)
+            print(row, flush=True)
+            rows.append(row)
+    write_report(args.name + ("_quick" if args.quick else ""), rows,
+                 title=f"A/B: {args.a} (A) vs {args.b} (B), best of {args.rounds} alternations",
+                 extra={"a": str(args.a), "b": str(args.b), "rounds": args.rounds, "quick": args.quick})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Scores from kernel values: the second stage of the pipeline.
+
+A model's raw score of output ``c`` under kernel ``j`` is a weighted sum over the stored
+rows, ``g[j, c] = sum_i w_i(j, c) K_j(x, S_i)``.  The passes here read the buffer once, in
+blocks of :data:`~onlinemkl._core.kernels.ROW_BLOCK` rows: the kernel values of a block
+(:func:`~onlinemkl._core.kernels.kernel_row_block`), then the block's contribution to the
+scores, as dot products of whole rows of values with whole rows of weights (loops that
+vectorise) rather than a scatter row by row.
+
+Two weightings:
+
+* OBSCURE (one coefficient per stored row shared by all kernels, a positive and an optional
+  negative class): ``w_i(j, c) = coef[i, 0] ([ypos_i = c] - [yneg_i = c])``;
+  :func:`kernel_scores`, :func:`accumulate_block`;
+* proximal MKL (a coefficient per row and kernel, times a per-row output vector ``beta``):
+  ``w_i(j, c) = coef[i, j] beta[i, c]``; :func:`accumulate_per_kernel`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._config import njit, njit_parallel, njit_sum
+from .kernels import ROW_BLOCK, block_work, kernel_row_block
+
+#: Up to this many outputs, scores with a shared coefficient are accumulated densely
+#: (:func:`accumulate_block`: a weight row per output, a dot product per kernel and output);
+#: past it, the row-by-row scatter (whose cost does not grow with the outputs) is cheaper.
+DENSE_OUTPUTS = 12
+
+
+@njit_sum
+def dot_at(a, b, m):
+    """``sum_{t < m} a[t] b[t]`` (1-D arrays; a reassociated, vectorised sum)."""
+    acc = 0.0
+    for t in range(m):
+        acc += a[t] * b[t]
+    return acc
+
+
+@njit
+def dense_accumulation(coef, g_out):
+    """Whether :func:`accumulate_block`'s dense order applies (every path decides alike)."""
+    return coef.shape[1] == 1 and g_out.shape[1] <= DENSE_OUTPUTS
+
+
+@njit
+def accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out):
+    """``g_out[j, c] += sum_{t < m} kv[j, t] * coef[i0 + t, 0] * s_c(i0 + t)`` for every kernel and output.
+
+    ``s_c(i) = 1`` if ``ypos[i] = c``, ``-1`` if ``yneg[i] = c``, else 0.  For each output the
+    weights ``w_c = coef * s_c`` (exactly ``+-coef`` or a zero) go to ``ws`` (scratch of ``>= m``
+    entries), then every kernel's row of values meets them in one dot product: no
+    read-modify-write of ``g_out`` per row, which would wait on itself whenever consecutive
+    rows share a class.
+    """
+    C = g_out.shape[1]
+    F = kv.shape[0]
+    for c in range(C):
+        for t in range(m):
+            i = i0 + t
+            # arithmetic, not a branch: random classes would mispredict one
+            ws[t] = coef[i, 0] * (int(ypos[i] == c) - int(yneg[i] == c))
+        for j in range(F):
+            g_out[j, c] += dot_at(kv[j], ws, m)
+
+
+@njit
+def scatter_block(kv, m, coef, i0, ypos, yneg, g_out):
+    """:func:`accumulate_block`'s sums row by row (many outputs, or a coefficient per kernel:
+    ``coef[i, j]`` when ``coef`` has one column per kernel)."""
+    F = kv.shape[0]
+    per_kernel = 1 if coef.shape[1] > 1 else 0
+    # Rows outer, kernels inner: the F accumulations are independent chains.
+    for t in range(m):
+        i = i0 + t
+        cp = ypos[i]
+        cn = yneg[i]
+        for j in range(F):
+            v = kv[j, t] * coef[i, j * per_kernel]
+            g_out[j, cp] += v
+            if cn >= 0:
+                g_out[j, cn] -= v
+
+
+@njit
+def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, coef, ypos, yneg,
+                  g_out):
+    """The fused hot loop: per-kernel scores of ``x`` in one pass over the buffer.
+
+    ``g_out[j, c] = sum_i coef[i, j or 0] * ([ypos_i = c] - [yneg_i = c]) * K_j(S_i, x)``:
+    the scores ``theta^j . phi_j(x, c)`` of every kernel ``j`` and output ``c`` under the raw
+    (unscaled) coefficients.  ``coef`` has one column (a coefficient shared by all kernels,
+    OBSCURE) or ``F`` columns (one per kernel).  ``yneg_i = -1`` means "no negative part"
+    (binary and regression models).  ``xsq``/``xdiag`` come from
+    :func:`~onlinemkl._core.kernels.prepare_query`.
+    """
+    F = codes.shape[0]
+    dense = dense_accumulation(coef, g_out)
+    g_out[:, :] = 0.0
+    work = block_work(gptr.shape[0] - 1)
+    kv = np.empty((F, ROW_BLOCK))
+    ws = np.empty(ROW_BLOCK)
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, kv, 0)
+        if dense:
+            accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out)
+        else:
+            scatter_block(kv, m, coef, i0, ypos, yneg, g_out)
+
+
+@njit_parallel
+def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, coef, ypos,
+                           yneg, g_out):
+    """:func:`kernel_scores` with its blocks spread over threads.
+
+    Each block's sums go to a slot of their own, then the slots are added in block order:
+    the serial pass's sums, without writing the ``F x n`` kernel row and reading it back.
+    Only the dense accumulation (:func:`dense_accumulation`); the caller takes the parallel
+    row otherwise.
+    """
+    F = codes.shape[0]
+    C = g_out.shape[1]
+    G = gptr.shape[0] - 1
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    parts = np.zeros((n_blocks, F, C))
+    for b in numba.prange(n_blocks):
+        i0 = b * ROW_BLOCK
+        m = min(ROW_BLOCK, n - i0)
+        kv = np.empty((F, ROW_BLOCK))
+        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
+                         block_work(G), kv, 0)
+        accumulate_block(kv, m, coef, i0, ypos, yneg, np.empty(ROW_BLOCK), parts[b])
+    g_out[:, :] = 0.0
+    for b in range(n_blocks):
+        for j in range(F):
+            for c in range(C):
+                g_out[j, c] += parts[b, j, c]
+
+
+@njit
+def accumulate_scores(K, n, coef, ypos, yneg, g_out):
+    """Scores from a precomputed kernel row ``K[F, n]``: the sums of :func:`kernel_scores`, a block
+    of rows at a time (copied to the same scratch as the fused pass, one compiled accumulation)."""
+    g_out[:, :] = 0.0
+    F = K.shape[0]
+    dense = dense_accumulation(coef, g_out)
+    kv = np.empty((F, ROW_BLOCK))
+    ws = np.empty(ROW_BLOCK)
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        for j in range(F):
+            for t in range(m):
+                kv[j, t] = K[j, i0 + t]
+        if dense:
+            accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out)
+        else:
+            scatter_block(kv, m, coef, i0, ypos, yneg, g_out)
+
+
+@njit
+def accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g):
+    """``g[k, c] += sum_{t < m} (kv[k, t] coef[i0 + t, k]) beta[i0 + t, c]``; ``kv`` is overwritten.
+
+    ``kv[k, t]`` becomes the weighted value ``kv[k, t] * coef[i0 + t, k]``, ``bt[c, t] =
+    beta[i0 + t, c]`` (a transposed copy, scratch of ``>= n_out x m``), and each ``g[k, c]``
+    gains the dot product of the two rows.  Zeros in ``beta`` add exact zeros.
+    """
+    F = kv.shape[0]
+    for k in range(F):
+        for t in range(m):
+            kv[k, t] = kv[k, t] * coef[i0 + t, k]
+    for c in range(n_out):
+        for t in range(m):
+            bt[c, t] = beta[i0 + t, c]
+    for k in range(F):
+        for c in range(n_out):
+            g[k, c] += dot_at(kv[k], bt[c], m)
