@@ -20,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import njit
-from .kernels import block_work, effective_diag, kernel_row_block, kernel_value, normalise, row_quantities
-from .scores import kernel_scores
+from .kernels import effective_diag
 
 EVICT_OLDEST = 0
 EVICT_LEAST_IMPACT = 1
@@ -150,32 +149,21 @@ def update_norms_add(theta_sq, g, cpos, cneg, r, xdiag, params):
 
 
 @njit
-def evict(e, n, theta_sq, g, x, xsq, xdiag, S, ssq, sdiag, ypos, yneg, coef,
-          codes, params, kgroup, granges, gptr, gl1):
+def evict(e, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params):
     """Take stored example ``e`` out of theta: exact norm and score updates.
 
-    Needs ``theta^j . u_e`` (the scores of ``x_e`` under theta: a second pass
-    over the buffer) and ``K_j(x, x_e)`` to correct the query's scores ``g``.
-    The slot itself is overwritten by the caller.
+    ``ge[j, c]`` are the raw scores of ``x_e`` under theta (``theta^j . phi_j(x_e, c)``: a second
+    pass over the buffer) and ``kx[j, 0] = K_j(x, x_e)``, with which the query's scores ``g``
+    are corrected; the caller computes both with the passes it already runs, so this step is
+    arithmetic only.  The slot itself is overwritten by the caller.
     """
-    F = codes.shape[0]
-    C = g.shape[1]
-    xe = S[e, :x.shape[0]].copy()
-    xe_sq = ssq[e, :].copy()
-    xe_diag = sdiag[e, :].copy()
-    ge = np.empty((F, C))
-    kernel_scores(xe, xe_sq, xe_diag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
-                  coef, ypos, yneg, ge)
+    F = theta_sq.shape[0]
     ce = -coef[e, :]
     cp = ypos[e]
     cn = yneg[e]
     per_kernel = 1 if ce.shape[0] > 1 else 0
     # ||theta + ce u_e||^2 = ||theta||^2 + 2 ce theta.u_e + ce^2 ||u_e||^2, with ce = -coef_e
-    update_norms_add(theta_sq, ge, cp, cn, ce, xe_diag, params)
-    # K_j(x, x_e) through the blocked pass on the one row e (the code the scores just ran)
-    kx = np.empty((F, 1))
-    kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, e, kx.shape[1], codes, params, kgroup, granges, gptr, gl1,
-                     block_work(gptr.shape[0] - 1), kx, 0)
+    update_norms_add(theta_sq, ge, cp, cn, ce, sdiag[e], params)
     for j in range(F):
         v = ce[j * per_kernel] * kx[j, 0]
         g[j, cp] += v

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._config import njit
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
-from .kernels import ROW_BLOCK, effective_diag, prepare_query
+from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .scores import accumulate_block, dense_accumulation, kernel_scores, scatter_block
 
 # Indices into the ``hyper`` array (read-only settings).
@@ -278,8 +278,14 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
             for j in range(F):
                 wsq[j] = (a[j] * sc) ** 2
             slot = choose_evictee(int(hyper[H_POLICY]), n, tstamp, coef, yneg, sdiag, params, wsq)
-            evict(slot, n, theta_sq, g, x, xsq, xdiag, S, ssq, sdiag, ypos, yneg, coef,
-                  codes, params, kgroup, granges, gptr, gl1)
+            # theta^j . u_e (the scores of x_e: a second pass over the buffer) and K_j(x, x_e)
+            ge = np.empty_like(g)
+            kernel_scores(S[slot, :x.shape[0]].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy(), S, ssq, sdiag, n,
+                          codes, params, kgroup, granges, gptr, gl1, coef, ypos, yneg, ge)
+            kx = np.empty((F, 1))
+            kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, slot, kx.shape[1], codes, params, kgroup, granges, gptr,
+                             gl1, block_work(G), kx, 0)
+            evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1
