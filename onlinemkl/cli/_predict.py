@@ -1,0 +1,65 @@
+"""``onlinemkl predict``: predictions of a saved model, one line per example."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ._errors import CommandError
+from ._model import _target_default, describe, load_model
+from ._source import Source, _reader_message, _report_skips, source_errors
+
+
+def _predict(args) -> int:
+    model, meta = load_model(args.model_file)
+    if args.proba and not hasattr(model, "predict_proba_one"):
+        raise CommandError(f"--proba: {args.model_file} holds a regressor ({describe(model)}); it has no class "
+                           "probabilities")
+    target = _target_default(args, meta)
+    src = Source(args.source, args.format, target, args.on_error, args.timeout, labelled=False, drop=args.drop)
+    errors = source_errors()
+    out = sys.stdout
+    if args.output and args.output != "-":
+        try:
+            out = open(args.output, "w", encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
+    n = 0
+    n_rejected = 0
+    try:
+        it = iter(src)
+        while True:
+            try:
+                x, _ = next(it)
+            except StopIteration:
+                break
+            except errors as exc:
+                raise CommandError(_reader_message(exc, src)) from None
+            try:
+                pred = model.predict_one(x)
+                proba = model.predict_proba_one(x) if args.proba else None
+            except (TypeError, ValueError) as exc:
+                if args.on_error == "raise":
+                    raise CommandError(f"{src.position}: {exc}") from None
+                n_rejected += 1
+                pred, proba = None, None
+            if args.proba:
+                from ..serve import _jsonable
+
+                rec = {"prediction": _jsonable(pred)}
+                if proba is not None:
+                    rec["classes"] = [_jsonable(c) for c in proba]
+                    rec["proba"] = [float(p) for p in proba.values()]
+                out.write(json.dumps(rec) + "\n")
+            else:
+                out.write(("" if pred is None else str(pred)) + "\n")
+            n += 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    _report_skips(src, n_rejected, "predict")
+    if args.output and args.output != "-":
+        print(f"onlinemkl predict: {n} predictions written to {args.output}", file=sys.stderr)
+    return 0
