@@ -21,6 +21,13 @@ Commands (``onlinemkl COMMAND --help`` explains every option and its default):
 ``info MODEL``
     What a saved model is: learner, parameters, classes, stored examples,
     kernel weights.
+``warmup``
+    Compile the learners ahead of time (for container images and first
+    installs) and print the seconds per learner.
+
+The streaming commands compile their learner (or load it from the on-disk
+cache) before they read their source, with a progress bar on a first run, and
+report that time apart from the throughput.
 
 A typical session (not executed here)::
 
@@ -68,7 +75,7 @@ Learners are entries of :data:`LEARNERS`; adding one is one
 :class:`LearnerSpec` (its river class, its task and its parameters' help).
 
 The package follows the command's seams: ``_args`` (the parser), one module per command
-(``_demo``, ``_train``, ``_evaluate``, ``_predict``, ``_serve``, ``_info``), and what they
+(``_demo``, ``_train``, ``_evaluate``, ``_predict``, ``_serve``, ``_info``, ``_warmup``), and what they
 share: ``_learners`` (learners, parameters, kernels), ``_model`` (build, load, save, describe),
 ``_source`` (the readers) and ``_loop`` (signals, rejected examples, progress).
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .._compile import WARMUPS
 from ._demo import _demo
 from ._evaluate import DEFAULT_METRICS, DEFAULT_REGRESSION_METRICS, METRICS, _evaluate
 from ._info import _info
@@ -11,6 +12,7 @@ from ._learners import DEFAULT_LEARNER, LEARNERS
 from ._predict import _predict
 from ._serve import _serve
 from ._train import _train
+from ._warmup import _warmup
 
 SOURCE_HELP = ("a file (csv, libsvm or jsonl, optionally .gz/.bz2/.xz), '-' for standard input, "
                "or tcp://HOST:PORT (line-framed text from a socket)")
@@ -233,4 +235,23 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("model_file", metavar="MODEL", help="a model file")
     info.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     info.set_defaults(func=_info)
+
+    wu = sub.add_parser(
+        "warmup", help="compile the learners ahead of time (for container images and first installs)",
+        formatter_class=_Formatter,
+        description=_desc(
+            "Compile the learners' Numba code and write it to the on-disk cache, then print the seconds per "
+            "learner. A new environment otherwise compiles a learner when it meets its first example; run "
+            "this once (e.g. when building a container image) and later processes load the compiled code "
+            "at once. With a warm cache it only loads it.",
+            "The cache is NUMBA_CACHE_DIR if set, else a per-user cache directory, printed at the end. The "
+            "names are the --learner names of the other commands, 'sequence', and '*-sklearn' for the "
+            "array (scikit-learn) API.",
+            example="onlinemkl warmup\nonlinemkl warmup --learner obscure --learner proximal"),
+    )
+    wu.add_argument("--learner", choices=list(WARMUPS), action="append", default=None,
+                    help="a learner to compile (repeatable; default: all of them)")
+    wu.add_argument("--no-progress", action="store_true",
+                    help="hide the progress bar (default: shown when standard error is a terminal)")
+    wu.set_defaults(func=_warmup)
     return parser

@@ -13,6 +13,7 @@ from ._model import _kernels_of, _model_from_args, _print_weights, _target_defau
     kernel_label, save_model
 from ._source import Source, _reader_message, _report_skips, source_errors
 from ._train import _train_extra
+from ._warmup import compile_first, compile_note
 
 
 METRICS = {
@@ -56,9 +57,10 @@ def _evaluate(args) -> int:
     metrics = {name: getattr(rm, METRICS[name])() for name in names}
     need_proba = any(not getattr(m, "requires_labels", True) for m in metrics.values())
     target = _target_default(args, meta)
+    learner = final_step(model)
+    t_compile = compile_first(learner, args)  # before the source is read and the clock starts
     src = Source(args.source, args.format, target, args.on_error, args.timeout, drop=args.drop,
                  target_type=args.target_type)
-    learner = final_step(model)
     errors = source_errors()
     curve = []  # (n, {metric: value}, kernel weights)
     n = 0
@@ -116,6 +118,9 @@ def _evaluate(args) -> int:
     rows = [(name, f"{m.get():.4f}") for name, m in metrics.items()]
     rows += [("examples", str(n)), ("seconds", f"{elapsed:.2f}"),
              ("examples/s", f"{n / elapsed if elapsed > 0 else 0:,.0f}")]
+    note = compile_note(t_compile)
+    if note:
+        rows.append(("compile seconds", note))
     if hasattr(learner, "n_support_"):
         rows.append(("stored examples", str(learner.n_support_)))
     print(f"prequential evaluation (test-then-train) of {describe(model)} on {src.name}")

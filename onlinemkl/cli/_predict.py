@@ -6,8 +6,9 @@ import json
 import sys
 
 from ._errors import CommandError
-from ._model import _target_default, describe, load_model
+from ._model import _target_default, describe, final_step, load_model
 from ._source import Source, _reader_message, _report_skips, source_errors
+from ._warmup import compile_first, compile_note
 
 
 def _predict(args) -> int:
@@ -15,6 +16,9 @@ def _predict(args) -> int:
     if args.proba and not hasattr(model, "predict_proba_one"):
         raise CommandError(f"--proba: {args.model_file} holds a regressor ({describe(model)}); it has no class "
                            "probabilities")
+    note = compile_note(compile_first(final_step(model), args))  # before the source is read
+    if note:
+        print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
     target = _target_default(args, meta)
     src = Source(args.source, args.format, target, args.on_error, args.timeout, labelled=False, drop=args.drop)
     errors = source_errors()

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from ._errors import CommandError
-from ._model import _model_from_args, describe
+from ._model import _model_from_args, describe, final_step
+from ._warmup import compile_first, compile_note
 
 
 def _serve(args) -> int:
@@ -28,6 +29,9 @@ def _serve(args) -> int:
     if args.checkpoint_every is not None and (args.checkpoint_every < 1 or not args.save):
         raise CommandError("--checkpoint-every N needs N >= 1 and --save PATH")
     model, meta = _model_from_args(args)
+    note = compile_note(compile_first(final_step(model), args))  # before the first client
+    if note:
+        print(f"onlinemkl serve: compile seconds: {note}", file=sys.stderr)
     extra = dict((meta or {}).get("extra") or {})
     from ..persist import save
 

@@ -14,6 +14,7 @@ from ._loop import _progress, _SignalGuard, _Stopped, learn_checked
 from ._model import (TRAIN_KEY, _model_from_args, _print_weights, _target_default, build_model, describe,
                      final_step, load_model, save_model)
 from ._source import Source, _reader_message, _report_skips, rereadable, source_errors
+from ._warmup import compile_first, compile_note
 
 
 def _train_extra(src, consumed, complete):
@@ -85,9 +86,10 @@ def _train(args) -> int:
     else:
         model, meta = _model_from_args(args)
         target = _target_default(args, meta)
+    learner = final_step(model)
+    t_compile = compile_first(learner, args)  # before the source is read and the clock starts
     src = Source(args.source, args.format, target, args.on_error, args.timeout, drop=args.drop,
                  target_type=args.target_type)
-    learner = final_step(model)
     errors = source_errors()
     n_done = 0  # examples of the source processed (learnt, rejected, or skipped as already learnt)
     n_learnt = 0
@@ -160,6 +162,9 @@ def _train(args) -> int:
     print(f"model            : {describe(model)}")
     print(f"examples learnt  : {n_learnt}" + (f" (after skipping {min(skip, n_done)} already learnt)" if skip else ""))
     print(f"seconds          : {elapsed:.2f} ({n_learnt / elapsed if elapsed > 0 else 0:,.0f} examples/s)")
+    note = compile_note(t_compile)
+    if note:
+        print(f"compile seconds  : {note}")
     if hasattr(learner, "n_support_"):
         print(f"stored examples  : {learner.n_support_}")
     _print_weights(learner)
