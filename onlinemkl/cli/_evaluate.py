@@ -11,7 +11,7 @@ from ._errors import CommandError
 from ._loop import _progress, _SignalGuard, _Stopped, learn_checked
 from ._model import _kernels_of, _model_from_args, _print_weights, _target_default, describe, final_step, \
     kernel_label, save_model
-from ._source import Source, _reader_message, _report_skips, source_errors
+from ._source import Source, _report_skips
 from ._train import _train_extra
 from ._warmup import compile_first, compile_note
 
@@ -59,9 +59,7 @@ def _evaluate(args) -> int:
     target = _target_default(args, meta)
     learner = final_step(model)
     t_compile = compile_first(learner, args)  # before the source is read and the clock starts
-    src = Source(args.source, args.format, target, args.on_error, args.timeout, drop=args.drop,
-                 target_type=args.target_type)
-    errors = source_errors()
+    src = Source.from_args(args, target)
     curve = []  # (n, {metric: value}, kernel weights)
     n = 0
     n_rejected = 0
@@ -76,8 +74,6 @@ def _evaluate(args) -> int:
                     x, y = next(it)
                 except StopIteration:
                     break
-                except errors as exc:
-                    raise CommandError(_reader_message(exc, src)) from None
                 guard.busy = True
                 try:
                     y_pred = model.predict_one(x)

@@ -7,7 +7,7 @@ import sys
 
 from ._errors import CommandError
 from ._model import _target_default, describe, final_step, load_model
-from ._source import Source, _reader_message, _report_skips, source_errors
+from ._source import Source, _report_skips
 from ._warmup import compile_first, compile_note
 
 
@@ -20,8 +20,7 @@ def _predict(args) -> int:
     if note:
         print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
     target = _target_default(args, meta)
-    src = Source(args.source, args.format, target, args.on_error, args.timeout, labelled=False, drop=args.drop)
-    errors = source_errors()
+    src = Source.from_args(args, target, labelled=False)
     out = sys.stdout
     if args.output and args.output != "-":
         try:
@@ -37,8 +36,6 @@ def _predict(args) -> int:
                 x, _ = next(it)
             except StopIteration:
                 break
-            except errors as exc:
-                raise CommandError(_reader_message(exc, src)) from None
             try:
                 pred = model.predict_one(x)
                 proba = model.predict_proba_one(x) if args.proba else None

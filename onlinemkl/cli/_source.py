@@ -83,13 +83,27 @@ class Source:
         except (TypeError, ValueError) as exc:
             raise CommandError(f"{source}: {exc}") from None
 
+    @classmethod
+    def from_args(cls, args, target, labelled=True):
+        """The source of a command's ``SOURCE``, ``--format``, ``--on-error``, ``--timeout``, ``--drop``
+        and ``--target-type`` options, with the label column ``target``."""
+        return cls(args.source, args.format, target, args.on_error, args.timeout, labelled=labelled, drop=args.drop,
+                   target_type=getattr(args, "target_type", "str"))
+
     def __iter__(self):
-        if self._pop is None:
-            yield from self.reader
-            return
-        key = self._pop
-        for x, y in self.reader:
-            x.pop(key, None)
+        """The ``(x, y)`` pairs; a bad line (with ``on_error="raise"``) or an unreadable source
+        ends them with a :class:`CommandError` naming the source and line."""
+        errors = source_errors()
+        it = iter(self.reader)
+        while True:
+            try:
+                x, y = next(it)
+            except StopIteration:
+                return
+            except errors as exc:
+                raise CommandError(_reader_message(exc, self)) from None
+            if self._pop is not None:
+                x.pop(self._pop, None)
             yield x, y
 
     def resolved_target(self):

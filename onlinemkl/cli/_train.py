@@ -13,7 +13,7 @@ from ._learners import DEFAULT_LEARNER
 from ._loop import _progress, _SignalGuard, _Stopped, learn_checked
 from ._model import (TRAIN_KEY, _model_from_args, _print_weights, _target_default, build_model, describe,
                      final_step, load_model, save_model)
-from ._source import Source, _reader_message, _report_skips, rereadable, source_errors
+from ._source import Source, _report_skips, rereadable
 from ._warmup import compile_first, compile_note
 
 
@@ -88,9 +88,7 @@ def _train(args) -> int:
         target = _target_default(args, meta)
     learner = final_step(model)
     t_compile = compile_first(learner, args)  # before the source is read and the clock starts
-    src = Source(args.source, args.format, target, args.on_error, args.timeout, drop=args.drop,
-                 target_type=args.target_type)
-    errors = source_errors()
+    src = Source.from_args(args, target)
     n_done = 0  # examples of the source processed (learnt, rejected, or skipped as already learnt)
     n_learnt = 0
     n_rejected = 0
@@ -108,8 +106,6 @@ def _train(args) -> int:
                 except StopIteration:
                     exhausted = True
                     break
-                except errors as exc:
-                    raise CommandError(_reader_message(exc, src)) from None
                 # A signal before this line stops the run with this example unprocessed (and uncounted).
                 guard.busy = True
                 if n_done < skip:
