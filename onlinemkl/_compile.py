@@ -29,6 +29,9 @@ import time
 #: OBSCURE to its second stage and fill a mini-batch, few enough to be instant once compiled.
 N_EXAMPLES = 12
 
+#: Seconds before the progress bar appears: only a compilation shows one, not a cache load.
+BAR_DELAY_S = 0.5
+
 
 def _arrays(seed=0):
     """A tiny data set: ``X`` (N_EXAMPLES x 3), three classes, and a regression target."""
@@ -139,7 +142,7 @@ class _Ticker:
     it instead (Numba's compiler is mostly Python, so the thread gets its turns).
     """
 
-    def __init__(self, bar, every=0.5):
+    def __init__(self, bar, every=BAR_DELAY_S):
         self.bar, self.every = bar, every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="onlinemkl-warmup-ticker", daemon=True)
@@ -196,11 +199,14 @@ def warmup(learners=None, progress=True) -> dict:
     if unknown:
         raise ValueError(f"unknown learner {unknown[0]!r} to compile; choose from {', '.join(WARMUPS)}")
     seconds = {}
+    label = "compiling {} (first run only)".format
+    # delay: a warm cache loads in well under BAR_DELAY_S, and then no bar is drawn at all
     bar = tqdm(total=len(names), file=sys.stderr, disable=None if progress is None else not progress,
-               bar_format="{desc}{n_fmt}/{total_fmt} learners [{elapsed}]", dynamic_ncols=True)
+               desc=label(names[0]) if names else None, delay=BAR_DELAY_S, dynamic_ncols=True,
+               bar_format="{desc}{n_fmt}/{total_fmt} learners [{elapsed}]")
     with bar, _Ticker(bar):
         for name in names:
-            bar.set_description(f"compiling {name} (first run only)")
+            bar.set_description(label(name), refresh=False)
             t0 = time.perf_counter()
             WARMUPS[name][1]()
             seconds[name] = time.perf_counter() - t0
