@@ -166,20 +166,26 @@ def _numba_cache_dir():
 def _compile(func, **options):
     """``numba.njit(**options)(func)``; cached in :data:`CACHE_DIR` when ``options["cache"]``.
 
-    Should Numba still find no cache location (the directory removed or made read-only
-    since start-up), the function is compiled without a cache and :class:`CacheWarning`
-    is issued, rather than failing the import.
+    Should :data:`CACHE_DIR` have become unusable since start-up (removed, made
+    read-only), Numba would either fail the import (``cannot cache function ...: no
+    locator``) or fall back to its next locator, the ``__pycache__`` folder next to the
+    sources in site-packages.  Either way the function is compiled without a cache
+    instead, and :class:`CacheWarning` is issued.
     """
     if not options.get("cache"):
         return numba.njit(**options)(func)
     try:
         with _numba_cache_dir():
-            return numba.njit(**options)(func)
+            dispatcher = numba.njit(**options)(func)
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
             raise
-        _warn_no_cache(f"{CACHE_DIR}: not writable")
-        return numba.njit(**dict(options, cache=False))(func)
+    else:
+        where = getattr(getattr(dispatcher, "_cache", None), "cache_path", None)
+        if where is None or os.path.abspath(where).startswith(os.path.join(CACHE_DIR, "")):
+            return dispatcher
+    _warn_no_cache(f"{CACHE_DIR}: not writable")
+    return numba.njit(**dict(options, cache=False))(func)
 
 
 def njit(func):

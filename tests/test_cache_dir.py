@@ -46,6 +46,23 @@ def test_resolve_cache_dir_rules(tmp_path):
     assert where is None and str(blocker) in problem
 
 
+def test_a_cache_dir_lost_after_start_up_means_no_cache_not_one_next_to_the_sources(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(_config, "CACHE_DIR", str(blocker / "nc"))  # can no longer be created
+    monkeypatch.setattr(_config, "_warned", False)
+    here = Path(__file__).parent
+    before = _cache_files(here)
+
+    def twice(x):
+        return 2.0 * x
+
+    with pytest.warns(_config.CacheWarning, match="will not be cached.*NUMBA_CACHE_DIR"):
+        compiled = _config.njit(twice)
+    assert compiled(1.5) == 3.0
+    assert _cache_files(here) == before  # Numba's next locator would have used tests/__pycache__
+
+
 def test_cache_goes_to_the_user_cache_dir_not_the_package(tmp_path):
     before = _cache_files(PACKAGE)
     child = (
