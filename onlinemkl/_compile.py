@@ -11,7 +11,8 @@ Each learner is compiled by running it, through its public API, on a tiny synthe
 set: the calls a user makes are exactly the compiled entry points that must be ready,
 and options (losses, regularisers, eviction policies, stages) are integer codes inside
 the same compiled functions, so one run covers them.  The parallel variants (used from
-``PARALLEL_MIN_ROWS`` stored examples) are not cached by Numba and are not compiled here.
+``PARALLEL_MIN_ROWS`` stored examples) are never cached (see :mod:`onlinemkl._config`),
+so they are not compiled here either.
 
 >>> from onlinemkl._compile import WARMUPS
 >>> sorted(WARMUPS)  # doctest: +NORMALIZE_WHITESPACE
@@ -25,8 +26,8 @@ import sys
 import threading
 import time
 
-#: Examples in each synthetic data set: enough for a learner to store examples, switch
-#: OBSCURE to its second stage and fill a mini-batch, few enough to be instant once compiled.
+#: Examples in each synthetic data set: enough for a learner to store examples, evict from a
+#: budget and (OBSCURE) reach its second stage, few enough to be instant once compiled.
 N_EXAMPLES = 12
 
 #: Seconds before the progress bar appears: only a compilation shows one, not a cache load.
