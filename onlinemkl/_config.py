@@ -8,61 +8,200 @@ decorators below; no module passes Numba options of its own.
   carry no hidden exception checks; every division that can meet a zero is
   guarded explicitly in the code.  No ``fastmath``: the mirror map, the
   proximal operators and the step sizes use ``inf``, zero-norm guards and
-  q-th powers, which fast-math may rewrite.  Where speed needs SIMD lanes or
-  fused multiply-adds (the dot products and the exponential of the kernel
-  passes), ``onlinemkl._core.kernels`` writes them out explicitly (``fma``,
-  ``_dot8``: LLVM vector code with a fixed lane order), so the result is the
-  same in every path and on every machine, which reassociation would not give.
+  q-th powers, which fast-math may rewrite.
+* ``njit_sum`` / ``njit_contract`` -- the same with the few fast-math flags a
+  small loop needs to vectorise: reassociation for pure accumulations (dot
+  products, sums of squares), contraction for a polynomial.  Plain Numba
+  throughout, no hand-written LLVM: ``NUMBA_DISABLE_JIT=1`` runs the library
+  as Python (for a debugger or line coverage).
 * ``njit_parallel`` -- the same, with ``parallel=True`` for ``prange`` loops
   over independent outputs.  Never cached (Numba's cache of parallel functions
   is fragile across processes and thread layers).
 
-Set ``ONLINEMKL_NO_CACHE=1`` to turn the on-disk cache off (e.g. on a read-only
-install); ``NUMBA_CACHE_DIR`` chooses where it lives.
+Where the on-disk cache lives (DESIGN.md, Numba convention 4): ``NUMBA_CACHE_DIR``
+if set, else a per-user cache directory (``platformdirs.user_cache_dir("onlinemkl")``,
+e.g. ``~/.cache/onlinemkl`` on Linux) in a subfolder named after the onlinemkl and
+Numba versions, so that an upgrade never meets a cache written by another version.
+Numba's own default would write next to the sources, into site-packages, where the
+cache outlives an uninstall, and where a read-only install with an unwritable home
+leaves Numba no place at all (``cannot cache function ...: no locator``).  If the
+chosen directory cannot be created or written, the cache is turned off: every new
+process compiles again, and one warning (:class:`CacheWarning`) says so and how to
+fix it.  ``ONLINEMKL_NO_CACHE=1`` turns the cache off without a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
+import warnings
 
 import numba
 
-#: True unless the environment asks for no on-disk cache.
-CACHE = os.environ.get("ONLINEMKL_NO_CACHE", "") not in ("1", "true", "yes")
+from . import __version__
+
+#: Environment values that turn a flag on.
+_TRUE = ("1", "true", "yes")
+
+
+class CacheWarning(UserWarning):
+    """No writable directory for Numba's on-disk cache: compiled code is not cached."""
+
+
+def _user_cache_dir() -> str:
+    """The per-user cache folder of this onlinemkl + Numba pair (not created here)."""
+    import platformdirs
+
+    base = platformdirs.user_cache_dir("onlinemkl", appauthor=False)
+    return os.path.join(base, f"onlinemkl-{__version__}-numba-{numba.__version__}")
+
+
+def _writable_dir(path: str) -> str | None:
+    """None if ``path`` exists (or could be created) and accepts a file, else why not."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()  # the same test Numba's locators make
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    return None
+
+
+def resolve_cache_dir(environ=None) -> tuple[str | None, str | None]:
+    """``(directory, problem)``: where compiled code is cached, or ``(None, why not)``.
+
+    ``(None, None)`` when ``ONLINEMKL_NO_CACHE`` asks for no cache.  Never raises: a
+    missing home directory, an unwritable one or a missing ``platformdirs`` all end
+    as ``(None, problem)``.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("ONLINEMKL_NO_CACHE", "").strip().lower() in _TRUE:
+        return None, None
+    path = env.get("NUMBA_CACHE_DIR", "")
+    if not path:
+        try:
+            path = _user_cache_dir()
+        except Exception as exc:  # no home directory, no platformdirs, ...
+            return None, f"no per-user cache directory ({type(exc).__name__}: {exc})"
+    path = os.path.abspath(os.path.expanduser(path))
+    problem = _writable_dir(path)
+    return (None, problem) if problem else (path, None)
+
+
+#: The directory of the on-disk cache, or None if compiled code is not cached.
+CACHE_DIR, _CACHE_PROBLEM = resolve_cache_dir()
+
+#: True if serial functions are cached on disk (in :data:`CACHE_DIR`).
+CACHE = CACHE_DIR is not None
+
+_warned = False
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside onlinemkl and the import machinery.
+
+    The warning then names the user's line that imported or first used a learner, not
+    a line of this package.  ``warnings.warn`` itself skips the import machinery's
+    frames when it counts, so they are not counted here either.
+    """
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2  # the caller of _warn_no_cache
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "importlib" in name and "_bootstrap" in name:
+            frame = frame.f_back
+            continue
+        if not name.startswith(package):
+            break
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _warn_no_cache(problem: str) -> None:
+    """The one warning (a one-line message) of a process whose compiled code cannot be cached."""
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    warnings.warn(f"onlinemkl: compiled code will not be cached ({problem}), so every new process "
+                  "compiles again; set NUMBA_CACHE_DIR to a writable directory to fix this "
+                  "(ONLINEMKL_NO_CACHE=1 silences this warning)", CacheWarning, stacklevel=_outside_stacklevel())
+
+
+if _CACHE_PROBLEM:
+    _warn_no_cache(_CACHE_PROBLEM)
 
 SERIAL_OPTIONS = dict(nogil=True, cache=CACHE, fastmath=False, error_model="numpy")
 PARALLEL_OPTIONS = dict(nogil=True, cache=False, fastmath=False, error_model="numpy", parallel=True)
 
-#: Buffers with at least this many stored rows use the parallel kernel-row pass.
-#: Measured with ``benchmarks/bench_predict.py`` (results/predict_parallel.md) on the 2-core
-#: build machine, twice: when the machine is otherwise idle the parallel ``learn`` path wins
-#: from ~300 rows on (1.3-1.4x at 10^3 rows, 1.6-1.75x from 10^5 rows, d = 16 and 128); when
-#: the other core is busy, waking the worker thread costs milliseconds and the parallel path
-#: is 10-30x SLOWER below ~3x10^4 rows and 0.6-1.1x at 10^5-3x10^5 rows.  The threshold
-#: bounds the downside: from 10^5 rows the gain on an idle machine is ~1.6x and the loss on
-#: a busy one at most ~1.6x.  Lower it on a dedicated multi-core machine.
+#: Buffers with at least this many stored rows use the parallel kernel-row pass.  Waking a
+#: worker thread costs milliseconds when the other cores are busy, so the threshold is set
+#: where the idle-machine gain and the busy-machine loss are of the same size
+#: (``benchmarks/results/predict_parallel.md``).  Lower it on a dedicated multi-core machine.
 PARALLEL_MIN_ROWS = 100_000
+
+
+@contextlib.contextmanager
+def _numba_cache_dir():
+    """Numba's ``config.CACHE_DIR`` set to :data:`CACHE_DIR` while a function is decorated.
+
+    A cached dispatcher picks its cache directory once, when it is decorated
+    (``enable_caching`` builds a ``FunctionCache``, whose first locator,
+    ``_UserProvidedCacheLocator``, reads ``numba.config.CACHE_DIR``).  Setting it only
+    around our own decorations sends onlinemkl's cache to :data:`CACHE_DIR` without
+    moving the cache of the user's other Numba functions.
+    """
+    saved = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = CACHE_DIR
+    try:
+        yield
+    finally:
+        numba.config.CACHE_DIR = saved
+
+
+def _compile(func, **options):
+    """``numba.njit(**options)(func)``; cached in :data:`CACHE_DIR` when ``options["cache"]``.
+
+    Should :data:`CACHE_DIR` have become unusable since start-up (removed, made
+    read-only), Numba would either fail the import (``cannot cache function ...: no
+    locator``) or fall back to its next locator, the ``__pycache__`` folder next to the
+    sources in site-packages.  Either way the function is compiled without a cache
+    instead, and :class:`CacheWarning` is issued.
+    """
+    if not options.get("cache"):
+        return numba.njit(**options)(func)
+    try:
+        with _numba_cache_dir():
+            dispatcher = numba.njit(**options)(func)
+    except RuntimeError as exc:
+        if "cannot cache" not in str(exc):
+            raise
+    else:
+        where = getattr(getattr(dispatcher, "_cache", None), "cache_path", None)
+        if where is None or os.path.abspath(where).startswith(os.path.join(CACHE_DIR, "")):
+            return dispatcher
+    _warn_no_cache(f"{CACHE_DIR}: not writable")
+    return numba.njit(**dict(options, cache=False))(func)
 
 
 def njit(func):
     """Serial, cached nopython compilation (the default for ``_core``)."""
-    return numba.njit(**SERIAL_OPTIONS)(func)
+    return _compile(func, **SERIAL_OPTIONS)
 
 
 def njit_inline(func):
     """:func:`njit` inlined into every caller at Numba's IR level (``inline='always'``).
 
-    For small helpers that take arrays and sit inside per-row loops: a call that is not
-    inlined costs two atomic reference-count operations per array argument (~100 ns for a
-    handful of arrays, measured on the per-row kernel quantities), which Numba cannot prune
-    across a call.
+    Only for tiny helpers (a branch on a flag): inlining at the IR level re-types the helper
+    in every caller, which costs more compile time than a call for anything larger.
     """
-    return numba.njit(inline="always", **SERIAL_OPTIONS)(func)
+    return _compile(func, inline="always", **SERIAL_OPTIONS)
 
 
 def njit_parallel(func):
     """Parallel (``prange``) nopython compilation; not cached."""
-    return numba.njit(**PARALLEL_OPTIONS)(func)
+    return _compile(func, **PARALLEL_OPTIONS)
 
 
 #: Fast-math flags that are safe for a pure accumulation (a dot product, a sum of squares):
@@ -78,7 +217,7 @@ def njit_sum(func):
     Results agree with the plain left-to-right sum within the usual bound for a reordered
     sum, ``n * eps * sum |a_k b_k|``; the tests hold every path to that tolerance.
     """
-    return numba.njit(**{**SERIAL_OPTIONS, "fastmath": set(SUM_FLAGS)})(func)
+    return _compile(func, **{**SERIAL_OPTIONS, "fastmath": set(SUM_FLAGS)})
 
 
 def njit_contract(func):
@@ -87,4 +226,4 @@ def njit_contract(func):
     For polynomial evaluations (the exponential's Horner chain): half the instructions, one
     rounding instead of two; the result is within an ulp of the unfused one.
     """
-    return numba.njit(**{**SERIAL_OPTIONS, "fastmath": {"contract"}})(func)
+    return _compile(func, **{**SERIAL_OPTIONS, "fastmath": {"contract"}})

@@ -63,7 +63,7 @@ def run(capsys, *argv):
 def test_every_option_of_every_command_states_its_default():
     parser = cli.build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subs.choices) == {"demo", "train", "evaluate", "predict", "serve", "info"}
+    assert set(subs.choices) == {"demo", "train", "evaluate", "predict", "serve", "info", "warmup"}
     for name, sub in subs.choices.items():
         formatter = sub._get_formatter()
         for action in sub._actions:
@@ -76,7 +76,7 @@ def test_every_option_of_every_command_states_its_default():
         sub.format_help()  # renders without errors
 
 
-@pytest.mark.parametrize("command", ["", "demo", "train", "evaluate", "predict", "serve", "info"])
+@pytest.mark.parametrize("command", ["", "demo", "train", "evaluate", "predict", "serve", "info", "warmup"])
 def test_help_exits_zero(capsys, command):
     with pytest.raises(SystemExit) as exc:
         cli.main(([command] if command else []) + ["--help"])

@@ -1,0 +1,260 @@
+"""The learners the command line builds (``--learner``, ``--param``) and the kernels (``--kernel``).
+
+Adding a learner is one :class:`LearnerSpec` in :data:`LEARNERS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+from ._errors import CommandError
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerSpec:
+    """A learner the command line can build: ``--learner NAME --param KEY=VALUE``.
+
+    ``target`` is ``"module:class"`` of the river estimator; ``params`` maps
+    each constructor parameter (except ``kernels``, set with ``--kernel``) to
+    ``(default, help)`` for ``--help`` (a test checks them against the class).
+    """
+
+    name: str
+    target: str
+    task: str  # "classification" or "regression"
+    summary: str
+    params: dict
+
+    def load(self):
+        module, _, qualname = self.target.partition(":")
+        return getattr(importlib.import_module(module), qualname)
+
+    def help(self) -> str:
+        import textwrap
+
+        lines = [f"  {self.name}: {self.summary} ({self.task}); kernels with --kernel"]
+        for k, (d, h) in self.params.items():
+            lines += textwrap.wrap(f"{k}={d}: {h}", 88, initial_indent="    ", subsequent_indent="        ")
+        return "\n".join(lines)
+
+
+LEARNERS = {
+    "obscure": LearnerSpec(
+        name="obscure",
+        target="onlinemkl.river:OBSCUREClassifier",
+        task="classification",
+        summary="OBSCURE p-norm MKL, online stage 1 then stochastic stage 2 (Orabona, Jie & Caputo 2012)",
+        params={
+            "p": ("none", "group norm in (1, 2]; near 1: sparse kernel weights; none: q = 2 ln F, p = q/(q-1)"),
+            "lam": ("none", "regularisation lambda > 0; none: 1/(C N), N the examples seen when stage 2 starts"),
+            "C": ("1.0", "used when lam is none"),
+            "eta": ("none", "stage-1 step > 0; none: F^(-2/q)"),
+            "switch_after": ("auto", "stage 2 starts after this many examples, 'auto' (once stage-1 updates stop), "
+                                     "or none (stage 1 only)"),
+            "pegasos": ("false", "stage 2 with s_t = 0 (Pegasos-MKL)"),
+            "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
+            "eviction": ("oldest", "'oldest' or 'least_impact': what a full buffer drops"),
+            "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
+        },
+    ),
+}
+
+
+_PROXIMAL_COMMON = {
+    "regularizer": ("sq_l21", "group regulariser: sq_l21 (MKL), weighted_sq_l1, l21 (group lasso), "
+                              "sparse_group_lasso, nonsparse (0.5 sum ||theta_k||^q), elastic_net, none"),
+    "lam": (None, "regularisation strength >= 0"),
+    "q": ("1.5", "the exponent of regularizer=nonsparse, in (1, 2]"),
+    "sigma": ("1.0", "the squared l2 weight of regularizer=elastic_net, and the 1/(sigma t) step schedule"),
+    "l1_ratio": ("1.0", "within-group l1 weight (relative to lam) of regularizer=sparse_group_lasso"),
+    "group_weights": ("none", "per-group weights of regularizer=weighted_sq_l1, one per group: kernels then explicit "
+                              "groups, e.g. 1|1|0.5"),
+    "schedule": ("invsqrt", "step sizes: invsqrt (eta0/sqrt(t)), constant (eta0), strongly_convex (1/(sigma t))"),
+    "eta0": (None, "initial step size > 0"),
+    "gamma": (None, "projection radius > 0, 'auto' (appendix E, where it applies) or none"),
+    "average": (None, "predict with the running average of the iterates (no history stored)"),
+    "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
+    "eviction": ("least_impact", "'least_impact' or 'oldest' (a sliding window, for drifting streams): what a full "
+                                 "buffer drops"),
+}
+
+
+def _proximal_params(cls_defaults: dict, head: dict) -> dict:
+    out = dict(head)
+    for k, (d, h) in _PROXIMAL_COMMON.items():
+        out[k] = (cls_defaults[k] if d is None else d, h)
+    return out
+
+
+LEARNERS["proximal"] = LearnerSpec(
+    name="proximal",
+    target="onlinemkl.river:ProximalMKLClassifier",
+    task="classification",
+    summary="online proximal MKL, kernelised FOBOS with group-norm proximal steps (Martins et al. 2011)",
+    params=_proximal_params(
+        {"lam": "1e-4", "eta0": "1.0", "gamma": "auto", "average": "false"},
+        {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
+                                     "joined by '|', groups by ';', e.g. a|b;c"),
+         "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")}),
+)
+LEARNERS["proximal-regressor"] = LearnerSpec(
+    name="proximal-regressor",
+    target="onlinemkl.river:ProximalMKLRegressor",
+    task="regression",
+    summary="online proximal MKL regression (Martins et al. 2011), targets standardised online",
+    params=_proximal_params(
+        {"lam": "0.01", "eta0": "0.1", "gamma": "none", "average": "true"},
+        {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
+                                     "joined by '|', groups by ';', e.g. a|b;c"),
+         "loss": ("squared", "'squared' or 'epsilon_insensitive'"),
+         "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")}),
+)
+
+LEARNERS["polymkl"] = LearnerSpec(
+    name="polymkl",
+    target="onlinemkl.river:PolyMKLRegressor",
+    task="regression",
+    summary="polynomial-kernel MKL by randomized mirror descent (Afkanpour et al. 2013), mini-batches",
+    params={
+        "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
+        "degree": ("3", "maximum degree D of the product kernels"),
+        "rho": ("none", "priors rho_d per degree 0..D joined by '|', e.g. 1|1|1|1 (none: all 1)"),
+        "lam": ("0.1", "ridge parameter of the mean squared loss, > 0"),
+        "n_iter": ("50", "solver iterations per mini-batch"),
+        "eta": ("1.0", "step multiplier, > 0"),
+        "solver": ("stochastic", "'stochastic' (Algorithms 2 + 3), 'ucd' (uniform coordinates) or 'uniform' "
+                                 "(the fixed kernel (sum kappa_i)^D)"),
+        "iterate": ("average", "'average' or 'last': the iterate the predictor uses"),
+        "budget": ("200", "support set: the window of the most recent examples"),
+        "constant": ("true", "with the default kernels: add a constant base kernel"),
+        "tol": ("1e-06", "relative residual at which conjugate gradients stop"),
+        "seed": ("none", "random seed of the sampling"),
+    },
+)
+LEARNERS["nonlinear"] = LearnerSpec(
+    name="nonlinear",
+    target="onlinemkl.river:NonlinearKRRRegressor",
+    task="regression",
+    summary="non-linear kernel combination (sum mu_k K_k)^d with KRR (Cortes et al. 2009), mini-batches",
+    params={
+        "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
+        "degree": ("2", "the Hadamard power d, 1..4"),
+        "lam": ("0.1", "ridge parameter of the mean squared loss, > 0"),
+        "mu0": ("0.0", "centre of the feasible set of mu"),
+        "Lambda": ("1.0", "radius of the feasible set, > 0"),
+        "norm": ("l2", "'l2' (M_2) or 'l1' (M_1)"),
+        "eta": ("1.0", "step multiplier, > 0"),
+        "line_search": ("true", "backtracking line search on each projected gradient step"),
+        "epsilon": ("0.0001", "stop when ||mu' - mu|| < epsilon"),
+        "max_iter": ("20", "projected gradient iterations per mini-batch"),
+        "budget": ("200", "support set: the window of the most recent examples"),
+        "constant": ("true", "with the default kernels: add a constant base kernel"),
+    },
+)
+
+DEFAULT_LEARNER = "obscure"
+
+
+def parse_value(text: str):
+    """A ``--param``/``--kernel`` value: none, true/false, an int, a float, else the string.
+
+    >>> [parse_value(v) for v in ("none", "True", "3", "0.5", "1e-3", "auto")]
+    [None, True, 3, 0.5, 0.001, 'auto']
+    """
+    low = text.strip().lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def parse_params(items, spec: LearnerSpec) -> dict:
+    """``["budget=500", "p=1.2"]`` -> ``{"budget": 500, "p": 1.2}``; unknown keys are an error."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CommandError(f"--param {item!r}: expected KEY=VALUE, e.g. --param budget=500")
+        if key == "kernels":
+            raise CommandError("set kernels with --kernel KIND[:key=value,...], not --param kernels=...")
+        if key not in spec.params:
+            raise CommandError(f"--param {key}: learner {spec.name!r} has no parameter {key!r}; "
+                               f"its parameters are {', '.join(spec.params)}")
+        out[key] = _TUPLE_PARAMS[key](value) if key in _TUPLE_PARAMS and value.strip().lower() != "none" \
+            else parse_value(value)
+    return out
+
+
+def _parse_groups(text: str):
+    """``all`` -> ``(None,)`` (one group of every feature); ``a|b;c`` -> ``(("a", "b"), ("c",))``."""
+    return tuple(None if g.strip().lower() == "all" else tuple(n.strip() for n in g.split("|") if n.strip())
+                 for g in text.split(";") if g.strip())
+
+
+def _parse_floats(text: str):
+    """``1|2.5|3`` -> ``(1.0, 2.5, 3.0)``."""
+    try:
+        return tuple(float(v) for v in text.split("|"))
+    except ValueError:
+        raise CommandError(f"{text!r}: expected numbers separated by '|', e.g. 1|0.5|2") from None
+
+
+#: Parameters whose values are tuples on the command line.
+_TUPLE_PARAMS = {"explicit_groups": _parse_groups, "group_weights": _parse_floats, "rho": _parse_floats}
+
+
+KERNEL_KINDS = {"linear": "Linear", "polynomial": "Polynomial", "poly": "Polynomial", "rbf": "RBF",
+                "gaussian": "RBF", "laplacian": "Laplacian", "bspline": "BSpline"}
+
+
+def parse_kernel(text: str, numbered: bool = False):
+    """``KIND[:key=value,...]`` -> a kernel of :mod:`onlinemkl.kernels`.
+
+    KIND is linear, poly(nomial), rbf (gaussian), laplacian or bspline; keys
+    are the kernel's fields (``gamma``, ``gamma_scale``, ``degree``, ``offset``,
+    ``scale``, ``h``, ``h_scale``, ``normalize``) and ``group``, feature names
+    separated by ``|`` (``group=age|height``).  ``numbered``: the features are
+    numbers (LIBSVM sources, numbered from 0), so ``group=0|1`` names features 0 and 1.
+
+    >>> parse_kernel("poly:degree=3,normalize=true")
+    Polynomial(group=None, normalize=True, degree=3, offset=1.0, scale=1.0)
+    """
+    from .. import kernels
+
+    kind, _, rest = text.partition(":")
+    name = KERNEL_KINDS.get(kind.strip().lower())
+    if name is None:
+        raise CommandError(f"--kernel {text!r}: unknown kind {kind!r}; use one of {', '.join(KERNEL_KINDS)}")
+    cls = getattr(kernels, name)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kw = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in fields:
+            raise CommandError(f"--kernel {text!r}: {item!r} is not KEY=VALUE with KEY one of {', '.join(sorted(fields))}")
+        if key == "group":
+            names = [v for v in value.split("|") if v]
+            if numbered:
+                try:
+                    names = [int(v) for v in names]
+                except ValueError:
+                    raise CommandError(f"--kernel {text!r}: LIBSVM features are numbers (from 0); "
+                                       f"group={value!r} names others") from None
+            kw[key] = None if value.strip().lower() == "none" else tuple(names)
+        else:
+            kw[key] = parse_value(value)
+    try:
+        return cls(**kw)
+    except (TypeError, ValueError) as exc:
+        raise CommandError(f"--kernel {text!r}: {exc}") from None

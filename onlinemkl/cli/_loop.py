@@ -1,0 +1,99 @@
+"""The learning loop's helpers: signals deferred past an update, rejected examples undone, progress."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+class _Stopped(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """SIGINT/SIGTERM never interrupt a model update: during one they are deferred to its end."""
+
+    def __init__(self):
+        self.busy = False
+        self.pending = None
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[sig] = signal.signal(sig, self._handler)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handler(self, signum, frame):
+        if self.busy:
+            self.pending = signum
+        else:
+            raise _Stopped(signum)
+
+    def check(self):
+        if self.pending is not None:
+            raise _Stopped(self.pending)
+
+
+def learn_checked(model, x, y):
+    """``model.learn_one(x, y)``, leaving the model unchanged if the example is rejected.
+
+    onlinemkl learners check an example before changing anything; the steps
+    before the learner in a pipeline have already learnt from it by then, so
+    a StandardScaler's touched entries are restored (other transformers are
+    copied beforehand).
+    """
+    steps = getattr(model, "steps", None)
+    if not steps:
+        return model.learn_one(x, y)
+    undo = []
+    for step in list(steps.values())[:-1]:
+        undo.append(_snapshot(step, x))
+    try:
+        model.learn_one(x, y)
+    except Exception:
+        for restore in undo:
+            restore()
+        raise
+
+
+def _snapshot(step, x):
+    from river import preprocessing
+
+    if type(step) is preprocessing.StandardScaler and step.window_size is None:
+        saved = []
+        for d in (step.counts, step.means, step.vars):
+            saved.append((d, {k: d[k] for k in x if k in d}, [k for k in x if k not in d]))
+
+        def restore():
+            for d, old, new in saved:
+                for k in new:
+                    d.pop(k, None)
+                for k, v in old.items():  # item by item: Counter.update would add the counts
+                    d[k] = v
+
+        return restore
+    import copy
+
+    state = copy.deepcopy(step.__dict__)
+
+    def restore():
+        step.__dict__.clear()
+        step.__dict__.update(state)
+
+    return restore
+
+
+def _progress(args, total=None):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="ex", disable=True if args.no_progress else None, file=sys.stderr,
+                dynamic_ncols=True, mininterval=0.5)

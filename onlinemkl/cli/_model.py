@@ -1,0 +1,138 @@
+"""Models of the command line: build one from the options, load, save and describe it."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from ._errors import CommandError
+from ._learners import DEFAULT_LEARNER, LEARNERS, parse_kernel, parse_params
+from ._source import _format_or_none
+
+#: Model files written by the command carry this under ``meta["extra"]["train"]``.
+TRAIN_KEY = "train"
+
+
+def build_model(args):
+    """A new model from ``--learner``, ``--param``, ``--kernel`` and ``--no-scale``."""
+    spec = LEARNERS[args.learner]
+    params = parse_params(args.param, spec)
+    if args.kernel:
+        source = getattr(args, "source", None)
+        numbered = source is not None and _format_or_none(source, args.format) == "libsvm"
+        params["kernels"] = tuple(parse_kernel(k, numbered) for k in args.kernel)
+    cls = spec.load()
+    try:
+        learner = cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise CommandError(f"--learner {spec.name}: {exc}") from None
+    if args.no_scale:
+        return learner
+    from river import preprocessing
+
+    return preprocessing.StandardScaler() | learner
+
+
+def final_step(model):
+    steps = getattr(model, "steps", None)
+    return list(steps.values())[-1] if steps else model
+
+
+def describe(model) -> str:
+    steps = getattr(model, "steps", None)
+    if steps:
+        return " | ".join(type(s).__name__ for s in steps.values())
+    return type(model).__name__
+
+
+def load_model(path, streaming=True):
+    """``(model, meta)`` of a model file, errors as :class:`CommandError`.
+
+    ``streaming``: the model must learn and predict one dict at a time (a river
+    model or pipeline), as every command but ``info`` needs.
+    """
+    from ..persist import ModelFileError, load_with_meta
+
+    try:
+        model, meta = load_with_meta(path)
+    except ModelFileError as exc:
+        raise CommandError(str(exc)) from None
+    if streaming and not (hasattr(model, "learn_one") and hasattr(model, "predict_one")):
+        raise CommandError(f"{path} holds a {type(model).__name__} of the array (scikit-learn) API; the command "
+                           "line streams dict examples and needs a river model (onlinemkl.river, or a river "
+                           "pipeline); 'onlinemkl info' describes it")
+    return model, meta
+
+
+def save_model(model, path, extra=None):
+    from ..persist import save
+
+    try:
+        return save(model, path, extra=extra)
+    except OSError as exc:
+        raise CommandError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    except TypeError as exc:
+        raise CommandError(f"cannot save the model: {exc}") from None
+
+
+def _model_from_args(args):
+    """``(model, meta or None)``: ``--model PATH`` if given, else a new model."""
+    if getattr(args, "model", None):
+        _reject_model_options(args, "--model")
+        return load_model(args.model)
+    return build_model(args), None
+
+
+def _reject_model_options(args, why):
+    given = [opt for opt, val in (("--param", args.param), ("--kernel", args.kernel),
+                                  ("--learner", args.learner != DEFAULT_LEARNER), ("--no-scale", args.no_scale)) if val]
+    if given:
+        raise CommandError(f"{', '.join(given)} cannot be combined with {why}: the saved model has its own learner "
+                           "and parameters (see onlinemkl info)")
+
+
+def kernel_label(k) -> str:
+    """A kernel with only its non-default fields: ``RBF(gamma_scale=0.1)``.
+
+    >>> from onlinemkl.kernels import RBF
+    >>> kernel_label(RBF(gamma_scale=0.1, group=("a", "b")))
+    "RBF(group=('a', 'b'), gamma_scale=0.1)"
+    """
+    if not dataclasses.is_dataclass(k):
+        return repr(k)
+    parts = [f"{f.name}={getattr(k, f.name)!r}" for f in dataclasses.fields(k) if getattr(k, f.name) != f.default]
+    return f"{type(k).__name__}({', '.join(parts)})"
+
+
+def _kernels_of(learner):
+    """The kernels a learner actually uses (its engine's, so defaults are resolved)."""
+    ck = getattr(getattr(learner, "_engine", None), "ck", None)
+    if ck is not None:
+        return ck.kernels
+    return getattr(learner, "_kernels", None) or getattr(learner, "kernels", None)
+
+
+def group_labels(learner) -> list:
+    """One label per group of ``kernel_weights_``: the kernels, then any explicit feature groups."""
+    labels = [kernel_label(k) for k in (_kernels_of(learner) or ())]
+    explicit = getattr(learner, "explicit_groups", None) or ()
+    return labels + ["explicit(all features)" if g is None else f"explicit({'|'.join(map(str, g))})"
+                     for g in explicit]
+
+
+def _print_weights(learner, out=None):
+    out = out or sys.stdout
+    try:
+        weights = learner.kernel_weights_
+    except Exception:  # no such attribute, or an unfitted estimator
+        return
+    labels = group_labels(learner)
+    print("kernel weights   :", file=out)
+    for i, w in enumerate(weights):
+        print(f"  {w:6.3f}  {labels[i] if i < len(labels) else f'group {i}'}", file=out)
+
+
+def _target_default(args, meta):
+    if args.target is None and meta:
+        return (meta.get("extra") or {}).get(TRAIN_KEY, {}).get("target")
+    return args.target

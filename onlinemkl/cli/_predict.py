@@ -1,0 +1,66 @@
+"""``onlinemkl predict``: predictions of a saved model, one line per example."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ._errors import CommandError
+from ._model import _target_default, describe, final_step, load_model
+from ._source import Source, _report_skips
+from ._warmup import compile_first, compile_note
+
+
+def _predict(args) -> int:
+    model, meta = load_model(args.model_file)
+    if args.proba and not hasattr(model, "predict_proba_one"):
+        raise CommandError(f"--proba: {args.model_file} holds a regressor ({describe(model)}); it has no class "
+                           "probabilities")
+    note = compile_note(compile_first(final_step(model), args))  # before the source is read
+    if note:
+        print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
+    target = _target_default(args, meta)
+    src = Source.from_args(args, target, labelled=False)
+    out = sys.stdout
+    if args.output and args.output != "-":
+        try:
+            out = open(args.output, "w", encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot write {args.output!r}: {exc.strerror or exc}") from None
+    n = 0
+    n_rejected = 0
+    try:
+        it = iter(src)
+        while True:
+            try:
+                x, _ = next(it)
+            except StopIteration:
+                break
+            try:
+                pred = model.predict_one(x)
+                proba = model.predict_proba_one(x) if args.proba else None
+            except (TypeError, ValueError) as exc:
+                if args.on_error == "raise":
+                    raise CommandError(f"{src.position}: {exc}") from None
+                n_rejected += 1
+                pred, proba = None, None
+            if args.proba:
+                from ..serve import _jsonable
+
+                rec = {"prediction": _jsonable(pred)}
+                if proba is not None:
+                    rec["classes"] = [_jsonable(c) for c in proba]
+                    rec["proba"] = [float(p) for p in proba.values()]
+                out.write(json.dumps(rec) + "\n")
+            else:
+                out.write(("" if pred is None else str(pred)) + "\n")
+            n += 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    _report_skips(src, n_rejected, "predict")
+    if args.output and args.output != "-":
+        print(f"onlinemkl predict: {n} predictions written to {args.output}", file=sys.stderr)
+    return 0

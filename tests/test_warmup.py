@@ -1,0 +1,93 @@
+"""Compilation ahead of the stream: onlinemkl._compile.warmup, `onlinemkl warmup`, and the
+streaming commands' compile step (outside the throughput clock, reported apart).
+
+No timing thresholds: where the clock matters, a fake compilation moves a fake clock.
+"""
+
+import re
+import time
+
+import pytest
+
+from onlinemkl import _compile, cli
+from onlinemkl.cli._warmup import warmup_name
+
+from test_cli import run, write_csv
+
+
+def test_warmup_command_compiles_one_learner_and_prints_it(capsys):
+    code, out, _ = run(capsys, "warmup", "--learner", "obscure", "--no-progress")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "obscure" in rows and "total" in rows and "cache:" in rows
+    assert float(rows["obscure"].split()[1]) >= 0.0
+    assert "proximal" not in rows  # only what was asked for
+
+
+def test_warmup_rejects_an_unknown_learner(capsys):
+    with pytest.raises(ValueError, match="unknown learner 'svm'.*obscure"):
+        _compile.warmup(["svm"], progress=False)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["warmup", "--learner", "svm"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'svm'" in capsys.readouterr().err
+
+
+def test_every_command_learner_has_a_warmup():
+    for name, spec in cli.LEARNERS.items():
+        assert name in _compile.WARMUPS
+        assert warmup_name(spec.load()()) == name
+
+
+@pytest.fixture
+def fake_compile(monkeypatch):
+    """A compilation that 'takes' 1000 s on the clock the commands read, and takes no real time.
+
+    Had a command started its throughput clock before compiling, its elapsed time would
+    include those 1000 s, whatever the machine's speed.
+    """
+    real = time.perf_counter
+    state = {"offset": 0.0, "calls": []}
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + state["offset"])
+
+    def warmup(learners=None, progress=True):
+        state["calls"].append(list(learners))
+        state["offset"] += 1000.0
+        return {name: 1000.0 for name in learners}
+
+    monkeypatch.setattr(_compile, "warmup", warmup)
+    return state
+
+
+def test_demo_reports_throughput_and_compile_time_apart(capsys, fake_compile):
+    code, out, _ = run(capsys, "demo", "--budget", "50", "--no-progress")
+    assert code == 0
+    assert fake_compile["calls"] == [["obscure"]]
+    assert re.search(r"^compile seconds\s*: 1000\.0 s \(first run only", out, re.M), out
+    rate = re.search(r"^examples per second\s*: ([\d,]+) \(", out, re.M)
+    assert rate, out
+    # 2310 examples: with the compilation inside the clock the rate would be at most 2310/1000.
+    assert float(rate.group(1).replace(",", "")) > 2310 / 1000
+
+
+def test_train_compiles_before_the_clock_starts(capsys, tmp_path, fake_compile):
+    src = write_csv(tmp_path / "d.csv", 100)
+    code, out, _ = run(capsys, "train", src, "--drop", "id", "-p", "budget=20", "--no-progress")
+    assert code == 0
+    assert fake_compile["calls"] == [["obscure"]]
+    seconds = float(re.search(r"^seconds\s*: ([\d.]+) \(", out, re.M).group(1))
+    assert seconds < 1000, out  # the compilation's 1000 s are not in it
+    assert re.search(r"^compile seconds\s*: 1000\.0 s", out, re.M), out
+
+
+def test_evaluate_and_predict_compile_the_models_learner(capsys, tmp_path, fake_compile):
+    src = write_csv(tmp_path / "d.csv", 60)
+    model = tmp_path / "m.omkl"
+    assert cli.main(["train", str(src), "--drop", "id", "--learner", "proximal", "--save", str(model),
+                     "--no-progress"]) == 0
+    assert cli.main(["evaluate", str(src), "--drop", "id", "--no-progress"]) == 0
+    assert cli.main(["predict", str(model), str(src), "--drop", "id", "--output", str(tmp_path / "p.txt")]) == 0
+    assert fake_compile["calls"] == [["proximal"], ["obscure"], ["proximal"]]
+    out, err = capsys.readouterr()
+    assert re.search(r"^compile seconds\s*: 1000\.0 s", out, re.M)  # train, evaluate
+    assert "onlinemkl predict: compile seconds: 1000.0 s" in err  # predict: stdout holds predictions
