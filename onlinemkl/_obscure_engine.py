@@ -46,6 +46,12 @@ def default_eta(n_kernels: int, q: float) -> float:
     return float(n_kernels) ** (-2.0 / q)
 
 
+#: The arguments of a single example's step through ``obscure_run`` (no kernel matrices).
+_ONE = np.zeros(1, dtype=np.int64)
+_NO_KT = np.zeros((0, 0, 0))
+_NO_SV = np.zeros(0, dtype=np.int64)
+
+
 class ObscureEngine(RefreshRowCachesOnUnpickle):
     """The state and the per-example steps of OBSCURE (internal; use the estimators).
 
@@ -146,15 +152,19 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
                                         granges, gptr, gl1, self.krow)
                 _cs.accumulate_scores(self.krow, n, b.coef, b.ypos, b.yneg, self.g)
                 mode = _co.SCORES_GIVEN
-        return self._step(x, y, mode)[:3]
+        return self._step(x, y, mode)
 
-    def _step(self, x, y, mode):
-        """The one compiled entry point of learning and prediction (``_core.obscure.obscure_step``)."""
+    def _run(self, order, X, Yi, Kt, sv_index, mode):
+        """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
         b = self.buf
-        return _co.obscure_step(
-            x, y, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
+        return _co.obscure_run(
+            order, X, Yi, Kt, sv_index, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
             self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, mode,
         )
+
+    def _step(self, x, y, mode):
+        """One example through :meth:`_run`; returns ``(loss, yhat, updated)``."""
+        return self._run(_ONE, x[None, :], np.array([y], dtype=np.int64), _NO_KT, _NO_SV, mode)[1:]
 
     def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
         """A function running steps on training indices with precomputed kernel matrices.
@@ -163,6 +173,8 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         (the authors' toolbox precomputes them too); each step then gathers its
         kernel row instead of recomputing it.  Same results as per-example steps.
         """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        yi = np.ascontiguousarray(yi, dtype=np.int64)
         Kt = block_kernels(X, X, self.ck)
         sv_index = np.zeros(0, dtype=np.int64)
         state = {"sv": sv_index}
@@ -178,9 +190,7 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
                 state["sv"] = sv
             if self.krow.shape[1] < b.capacity:
                 self.krow = np.zeros((self.ck.n_kernels, b.capacity))
-            return _co.obscure_fit_pass(order, X, yi, Kt, state["sv"], b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef,
-                                        b.tstamp, *self.ck.arrays(), self.theta_sq, self.istate, self.fstate,
-                                        self.hyper, self.g, self.scores)
+            return self._run(order, X, yi, Kt, state["sv"], _co.FROM_MATRIX)[0]
 
         def train_scores():
             """Scores of every training example from ``Kt`` (no kernel recomputation):

@@ -35,8 +35,7 @@ import numpy as np
 
 from .._config import njit
 from .buffer import EVICT_OLDEST, put_row
-from .kernels import (ROW_BLOCK, block_work, effective_diag, kernel_row_block, kernel_value, normalise, prepare_query,
-                      row_quantities)
+from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 from .scores import accumulate_per_kernel
@@ -349,19 +348,14 @@ def evict_and_merge(e, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_a
 def add_row_delta(i, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g):
     """``g[k, c] += delta[k] * K_k(x, S_i) * beta[i, c]`` (row ``i``'s coefficients changed by ``delta``)."""
     F = codes.shape[0]
-    G = gptr.shape[0] - 1
-    dots = np.empty(G)
-    sqds = np.empty(G)
-    l1s = np.empty(G)
-    row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+    # K_k(x, S_i) through the blocked pass on the one row i (the code every score pass runs)
+    kx = np.empty((F, 1))
+    kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i, kx.shape[1], codes, params, kgroup, granges, gptr, gl1,
+                     block_work(gptr.shape[0] - 1), kx, 0)
     for k in range(F):
         if delta[k] == 0.0:
             continue
-        gi = kgroup[k]
-        kx = kernel_value(codes[k], params[k], dots[gi], sqds[gi], l1s[gi])
-        if params[k, 3] != 0.0:
-            kx = normalise(kx, xdiag[k], sdiag[i, k])
-        v = delta[k] * kx
+        v = delta[k] * kx[k, 0]
         for c in range(n_out):
             g[k, c] += v * beta[i, c]
 

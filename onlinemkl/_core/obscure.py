@@ -65,6 +65,7 @@ N_FSTATE = 4
 FUSED = 0
 SCORES_GIVEN = 2
 PREDICT = 3
+FROM_MATRIX = 4  # obscure_run only
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -149,41 +150,51 @@ def hinge_step_direction(scores, y, n_out, binary):
 
 
 @njit
-def obscure_fit_pass(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
-                     granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores):
-    """Steps on the training examples ``order`` with precomputed kernel matrices ``Kt[j, i, s]``.
+def obscure_run(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
+                granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores, mode):
+    """Steps (or predictions) on the rows ``X[order]`` with labels ``Yi``: the one compiled entry point.
 
-    The batch ``fit`` path: the kernel row of example ``i`` against the buffer is
-    gathered from ``Kt`` (``sv_index[s]`` is the training index of stored row ``s``)
-    instead of being recomputed.  Returns the number of updates.  The caller
-    guarantees capacity for ``len(order)`` more rows.
+    Learning one example, predicting one and ``fit``'s passes all come through here, so a new
+    process compiles one function whichever face it uses.  ``mode`` as :func:`obscure_step`'s,
+    plus :data:`FROM_MATRIX`: the batch ``fit`` path, where the kernel row of example ``i``
+    against the buffer is gathered from the precomputed matrices ``Kt[j, i, s]`` (``sv_index[s]``
+    is the training index of stored row ``s``, kept up to date here) instead of being
+    recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  Returns ``(n_updates, loss,
+    yhat, updated)``, the last three of the last example.  The caller guarantees capacity for
+    ``len(order)`` more rows.
     """
-    F = Kt.shape[0]
+    F = codes.shape[0]
     n_updates = 0
     dense = dense_accumulation(coef, g)
-    kv = np.empty((F, ROW_BLOCK))
-    ws = np.empty(ROW_BLOCK)
+    gather = mode == FROM_MATRIX
+    kv = np.empty((F, ROW_BLOCK if gather else 0))
+    ws = np.empty(ROW_BLOCK if gather else 0)
+    loss, yhat, updated = 0.0, -1, False
     for t in range(order.shape[0]):
         i = order[t]
-        n = istate[I_N]
-        # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
-        g[:, :] = 0.0
-        for i0 in range(0, n, ROW_BLOCK):
-            m = min(ROW_BLOCK, n - i0)
-            for j in range(F):
-                for r in range(m):
-                    kv[j, r] = Kt[j, i, sv_index[i0 + r]]
-            if dense:
-                accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g)
-            else:
-                scatter_block(kv, m, coef, i0, ypos, yneg, g)
+        step_mode = mode
+        if gather:
+            n = istate[I_N]
+            # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
+            g[:, :] = 0.0
+            for i0 in range(0, n, ROW_BLOCK):
+                m = min(ROW_BLOCK, n - i0)
+                for j in range(F):
+                    for r in range(m):
+                        kv[j, r] = Kt[j, i, sv_index[i0 + r]]
+                if dense:
+                    accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g)
+                else:
+                    scatter_block(kv, m, coef, i0, ypos, yneg, g)
+            step_mode = SCORES_GIVEN
         loss, yhat, updated, slot = obscure_step(X[i], Yi[i], S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params,
                                                  kgroup, granges, gptr, gl1, theta_sq, istate, fstate, hyper, g,
-                                                 scores, SCORES_GIVEN)
+                                                 scores, step_mode)
         if updated:
             n_updates += 1
-            sv_index[slot] = i
-    return n_updates
+            if gather:
+                sv_index[slot] = i
+    return n_updates, loss, yhat, updated
 
 
 @njit
@@ -196,7 +207,7 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
     :data:`SCORES_GIVEN`, the caller has filled ``g`` (the ``fit`` pass, and the parallel
     passes on large buffers, compiled only when used);
     :data:`PREDICT`, the fused pass and no update: ``scores`` are filled, nothing else changes
-    (prediction shares this one compiled entry point with learning: one compilation).
+    (called through :func:`obscure_run`, the one compiled entry point).
 
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
