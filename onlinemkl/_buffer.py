@@ -20,9 +20,8 @@ ARRAY_FIELDS = ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp")
 class RefreshRowCachesOnUnpickle:
     """Engine mixin (an engine has ``buf``, ``ck`` and ``n_support``): after unpickling or
     ``copy.deepcopy``, the buffer's per-row caches (squared group norms and diagonals) are
-    recomputed from the stored rows, as a restored file's are.  They are derived data, and a
-    pickle from an older version may hold them in an older form (raw diagonals of normalised
-    kernels, before ``stored_diag``).  The recomputation gives the same bits as the originals.
+    recomputed from the stored rows, as a restored file's are: they are derived data, never
+    trusted from outside.  The recomputation gives the same bits as the originals.
     """
 
     def __setstate__(self, state):

@@ -293,7 +293,7 @@ class CompiledKernels:
     from then on, even when new features later join the group.
     """
 
-    __slots__ = ("kernels", "groups", "codes", "params", "kgroup", "granges", "gptr", "_gl1", "gfrozen")
+    __slots__ = ("kernels", "groups", "codes", "params", "kgroup", "granges", "gptr", "gl1", "gfrozen")
 
     def __init__(self, kernels: Sequence[Kernel]):
         self.kernels = tuple(kernels)
@@ -309,7 +309,7 @@ class CompiledKernels:
         self.kgroup = np.array(kgroup, dtype=np.int64)
         self.params = np.zeros((F, _ck.N_PARAMS))
         self.params[:, _ck.P_NORMALIZE] = [1.0 if k.normalize else 0.0 for k in self.kernels]
-        self._gl1 = self._group_flags()
+        self.gl1 = self._group_flags()
         self.granges = np.zeros((0, 2), dtype=np.int64)
         self.gptr = np.zeros(len(self.groups) + 1, dtype=np.int64)
         self.gfrozen = np.zeros(len(self.groups), dtype=bool)
@@ -327,28 +327,13 @@ class CompiledKernels:
         return flags
 
     @property
-    def gl1(self) -> np.ndarray:
-        return self._gl1
-
-    @gl1.setter
-    def gl1(self, value):
-        # A saved state (or pickle) written before the GROUP_SQDIST and GROUP_DOT bits existed holds
-        # only the L1 bit; those bits are derived from the kernels, so they are added back.  Anything
-        # else is kept as given: the learners check the result against a fresh build.
-        value = np.asarray(value)
-        if value.dtype == np.int64 and value.shape == (len(self.groups),):
-            value = value | (self._group_flags() & (_ck.GROUP_SQDIST | _ck.GROUP_DOT))
-        self._gl1 = value
-
-    @property
     def _resolved(self) -> bool:
         """True once every group's parameters are frozen (the single flag the learners save).
 
         Setting it restores the per-group state from that flag: True freezes
         every group; False freezes the groups that have columns now, which is
         exactly what :meth:`set_columns` leaves behind once ``granges``/``gptr``
-        are restored (so set it after them).  Also how pickles made before the
-        per-group flags come back.
+        are restored (so set it after them).
         """
         return bool(np.all(self.gfrozen))
 
@@ -426,9 +411,6 @@ class CompiledKernels:
                 p[j, _ck.P_LADDER_LO] = math.exp(_ck.EXP_FLOOR / k)
 
     def arrays(self):
-        if self.params.shape[1] != _ck.N_PARAMS:  # unpickled from a version without the ladder columns
-            self.params = _widen_params(self.params)
-            self.find_ladders()
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
 
     def refresh_row_caches(self, S: np.ndarray, n: int, ssq: np.ndarray, sdiag: np.ndarray) -> None:
@@ -438,13 +420,10 @@ class CompiledKernels:
 
     def check_restored(self, need, what: str = "ck") -> None:
         """Check arrays restored from a file against ``kernels``: shapes, and the kernel codes,
-        groups, flags and normalisation a fresh compilation gives.  Then completes them: parameter
-        rows of the older 4-column layout are widened, and the ladder columns are recomputed
-        from the restored gammas.  ``need(ok, rule)`` raises the
-        caller's error; ``what`` names this object in its messages."""
+        groups, flags and normalisation a fresh compilation gives.  Then recomputes the ladder
+        columns from the restored gammas (derived data, never trusted from a file).
+        ``need(ok, rule)`` raises the caller's error; ``what`` names this object in its messages."""
         F, G = self.n_kernels, self.n_groups
-        if self.params.ndim == 2 and self.params.shape == (F, 4):
-            self.params = _widen_params(self.params)  # a file from before the ladder columns
         for name, arr, shape in (("codes", self.codes, (F,)), ("params", self.params, (F, _ck.N_PARAMS)),
                                  ("kgroup", self.kgroup, (F,)), ("gl1", self.gl1, (G,)),
                                  ("gptr", self.gptr, (G + 1,))):
@@ -455,13 +434,6 @@ class CompiledKernels:
              and np.array_equal(self.params[:, _ck.P_NORMALIZE], fresh.params[:, _ck.P_NORMALIZE]),
              f"the {what} kernel codes and groups do not match the kernels parameter")
         self.find_ladders()  # derived from the restored gammas, not read from the file
-
-
-def _widen_params(params: np.ndarray) -> np.ndarray:
-    """Parameter rows of an older layout (the first columns) padded to ``N_PARAMS`` columns."""
-    out = np.zeros((params.shape[0], _ck.N_PARAMS))
-    out[:, :params.shape[1]] = params
-    return out
 
 
 def _to_ranges(cols: np.ndarray) -> list[tuple[int, int]]:

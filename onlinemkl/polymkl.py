@@ -155,22 +155,26 @@ class BaseKernels:
             arrays["ck_params"] = self.ck.params.copy()
 
     def restore_ck(self, state: dict, arrays: dict, learner: str) -> None:
-        """Restore what :meth:`save_ck` wrote (files without ``ck_frozen``: the single flag only)."""
+        """Restore what :meth:`save_ck` wrote, checking it against the kernels; the ladder columns
+        are derived again from the restored gammas."""
         if self.ck is None:
             return
-        self.ck._resolved = bool(state.get("ck_resolved", False))
-        if "ck_frozen" in state:
-            frozen = state["ck_frozen"]
-            if (not isinstance(frozen, (list, tuple)) or len(frozen) != self.ck.n_groups
-                    or not all(isinstance(v, bool) for v in frozen)):
-                raise ValueError(f"inconsistent {learner} state: ck_frozen={frozen!r} is not one bool per "
-                                 "kernel group")
-            self.ck.gfrozen = np.array(frozen, dtype=bool)
-        params = arrays.get("ck_params")
-        if params is not None and params.ndim == 2 and params.shape[0] == self.ck.n_kernels \
-                and params.shape[1] in (4, self.ck.params.shape[1]):  # 4 columns: before the ladder columns
-            self.ck.params[:, :params.shape[1]] = params
-            self.ck.find_ladders()
+
+        def need(ok, rule):
+            if not ok:
+                raise ValueError(f"inconsistent {learner} state: {rule}")
+
+        frozen, params = state.get("ck_frozen"), arrays.get("ck_params")
+        need(isinstance(state.get("ck_resolved"), bool), "ck_resolved is not a bool")
+        need(isinstance(frozen, (list, tuple)) and len(frozen) == self.ck.n_groups
+             and all(isinstance(v, bool) for v in frozen), f"ck_frozen={frozen!r} is not one bool per kernel group")
+        need(isinstance(params, np.ndarray) and params.dtype == np.float64 and params.shape == self.ck.params.shape,
+             f"ck_params must be float64 of shape {self.ck.params.shape}")
+        need(bool(np.all(np.isfinite(params))), "ck_params holds NaN or infinite values")
+        self.ck._resolved = state["ck_resolved"]
+        self.ck.gfrozen = np.array(frozen, dtype=bool)
+        self.ck.params[:] = params
+        self.ck.find_ladders()
 
     @property
     def mode(self) -> int:
@@ -518,7 +522,7 @@ class PolyMKLEngine:
         self.batches = int(state["batches"])
         self.ybar = float(state["ybar"])
         self.seed = int(state["seed"])
-        self.cg_iters = int(state.get("cg_iters", 0))
+        self.cg_iters = int(state["cg_iters"])
         self.base.restore_ck(state, arrays, "PolyMKL")
         self.rebuild_index()
         need(len(self.index) == m, "a multi-index is stored twice")

@@ -419,14 +419,14 @@ def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
-def test_state_from_before_the_ladder_columns_restores_the_same_model():
-    """A saved ``ck_params`` of the older 4-column layout: gammas restored, ladders derived again."""
+def test_state_with_parameter_rows_of_another_width_is_refused():
+    """``ck_params`` has one layout (with the ladder columns); narrower rows are inconsistent."""
     X, y = _data(n=60)
     kernels = (RBF(gamma_scale=0.5), RBF(gamma_scale=1.0), Linear(group=(0, 1)))
     m = PolyMKLRegressor(kernels=kernels, degree=2, n_iter=6, budget=25, random_state=1).fit(X[:40], y[:40])
     state, arrays = m._get_state()
     assert arrays["ck_params"].shape[1] == 8 and arrays["ck_params"][1, 4] == 2  # a ladder: k = 2
-    old = dict(arrays, ck_params=np.ascontiguousarray(arrays["ck_params"][:, :4]))
+    narrow = dict(arrays, ck_params=np.ascontiguousarray(arrays["ck_params"][:, :4]))
     m2 = PolyMKLRegressor(kernels=kernels, degree=2, n_iter=6, budget=25, random_state=1)
-    m2._set_state(state, old)
-    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    with pytest.raises(ValueError, match="ck_params must be float64 of shape"):
+        m2._set_state(state, narrow)
