@@ -14,10 +14,10 @@ from sklearn.metrics import pairwise
 
 import naive
 from onlinemkl._core import kernels as ck
+from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
 from onlinemkl.kernels import (
     RBF,
     BSpline,
-    CompiledKernels,
     Laplacian,
     Linear,
     Polynomial,
@@ -25,7 +25,6 @@ from onlinemkl.kernels import (
     distance_kernel,
     kernel_matrix,
     mean_distance,
-    resolve_group_columns,
 )
 
 D = 7

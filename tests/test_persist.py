@@ -183,8 +183,8 @@ def test_labels_and_feature_names_keep_their_types(tmp_path):
         y = labels[t % len(labels)]
         model.learn_one({"name": float(rng.normal()), 3: float(rng.normal()), ("a", 1): float(t % 3)}, y)
     loaded = load(model.save(tmp_path / "t.omkl"))
-    assert loaded._labels == labels
-    assert [type(v) for v in loaded._labels] == [type(v) for v in labels]
+    assert loaded._labels.labels == labels
+    assert [type(v) for v in loaded._labels.labels] == [type(v) for v in labels]
     assert list(loaded._features.columns) == ["name", 3, ("a", 1)]
     x = {"name": 0.3, 3: -1.0, ("a", 1): 2.0}
     assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
@@ -245,7 +245,7 @@ def test_files_are_deterministic_and_writes_atomic(tmp_path):
     assert a.read_bytes() == b.read_bytes()
     before = a.read_bytes()
     bad = OBSCUREClassifier(budget=20)
-    bad._labels.append(object())  # not representable: the save fails before replacing the file
+    bad._labels.labels.append(object())  # not representable: the save fails before replacing the file
     with pytest.raises(TypeError, match="cannot be stored"):
         bad.save(a)
     assert a.read_bytes() == before

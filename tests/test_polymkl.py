@@ -100,7 +100,7 @@ def test_cg_warm_start_solves_and_saves_iterations():
 
 
 def test_dual_solve_falls_back_on_ill_conditioned_systems():
-    from onlinemkl.polymkl import dual_solve
+    from onlinemkl.engines.polymkl import dual_solve
 
     rng = np.random.default_rng(2)
     n = 40
@@ -172,7 +172,7 @@ def test_algorithm3_frequencies_match_enumerated_probabilities(mode, r, D):
 
 
 def test_uniform_multiset_sampler_is_uniform():
-    from onlinemkl.polymkl import _uniform_multiset
+    from onlinemkl.engines.polymkl import _uniform_multiset
 
     rng = np.random.default_rng(4)
     r, d, N = 4, 3, 20000

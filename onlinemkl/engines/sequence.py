@@ -1,0 +1,237 @@
+"""The sequence-labelling engine: a first-order chain whose unary parts are a
+multiple-kernel model and whose label transitions are an explicit feature group.
+
+The proximal steps, step sizes, projection and kernel weights are the flat
+learner's (:mod:`onlinemkl.engines.proximal`), shared through the same compiled
+functions; :mod:`onlinemkl._core.sequence` holds the structured step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._buffer import EVICTION, SupportBuffer
+from .._core import sequence as _cs
+from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
+from ..kernel_arrays import CompiledKernels, resolve_group_columns
+
+__all__ = ["SequenceEngine", "LOSSES", "TRANSITION_ARRAYS"]
+
+LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
+
+#: Transition-group arrays: raw transition/start/stop scores and their running sums (averaged model).
+TRANSITION_ARRAYS = ("T", "S0", "S1", "Tavg", "S0avg", "S1avg")
+
+
+class SequenceEngine(BufferEngine):
+    """State of the sequence labeller (internal).
+
+    Plain numpy state: the support buffer of position examples (``buf``), the
+    class vectors ``beta`` of the stored positions, the averaged-model
+    bookkeeping, the transition group (``T``, ``S0``, ``S1`` and their sums),
+    the group norms and lazy scales.  ``len_sum`` is the number of positions
+    learnt (for ``gamma='auto'``).
+
+    Protocol (:mod:`onlinemkl.engine`): one example is one sequence:
+    ``learn(xs, ys)`` (rows and label indices of its positions) and
+    ``predict(xs)`` (the Viterbi path); ``get_state``/``set_state``.
+
+    ``gamma_unit``: with ``gamma='auto'``, the radius for a loss of 1 at
+    ``theta = 0``; each step uses ``gamma_unit * sqrt(mean L(0))`` (None: the
+    fixed radius of the settings).
+    """
+
+    _ROW_ARRAYS = ("beta", "avg_acc", "avg_base")
+
+    def __init__(self, settings, loss, cost, budget, eviction, gamma_unit=None, average=False):
+        self._remember_init(locals())
+        self.gamma_unit = gamma_unit
+        self.average = bool(average)
+        self.ck = CompiledKernels(settings["kernels"])
+        F = self.ck.n_kernels
+        P = F + 1
+        h = self.hyper = np.zeros(_cs.N_HYPER)
+        h[_cs.H_LOSS] = LOSSES[loss]
+        h[_cs.H_PROX] = settings["prox"]
+        h[_cs.H_LAM] = settings["lam"]
+        h[_cs.H_PROX_PARAM] = settings["param"]
+        h[_cs.H_SCHEDULE] = settings["schedule"]
+        h[_cs.H_ETA0] = settings["eta0"]
+        h[_cs.H_SIGMA_SC] = settings["modulus"]
+        h[_cs.H_GAMMA] = settings["gamma"]
+        h[_cs.H_BUDGET] = 0 if budget is None else budget
+        h[_cs.H_POLICY] = EVICTION[eviction]
+        h[_cs.H_COST] = cost
+        self.istate = np.zeros(_cs.N_ISTATE, dtype=np.int64)
+        self.theta_sq = np.zeros(P)
+        self.sigma = np.ones(P)
+        self.sigma_cum = np.zeros(F)
+        w = settings["weights"]
+        self.prox_weights = np.ones(P) if w is None else np.asarray(w, dtype=float)
+        self.buf = SupportBuffer(F, self.ck.n_groups, F, budget=budget)
+        cap = self.buf.capacity
+        self.beta = np.zeros((cap, 2))
+        self.avg_acc = np.zeros((cap, F))
+        self.avg_base = np.zeros((cap, F))
+        for name in TRANSITION_ARRAYS:
+            setattr(self, name, np.zeros((2, 2)) if name.startswith("T") else np.zeros(2))
+        self.b = np.zeros(P)
+        self.b_new = np.zeros(P)
+        self.n_features = 0
+        self.len_sum = 0
+
+    @property
+    def n_labels(self):
+        return int(self.hyper[_cs.H_NLABELS])
+
+    @property
+    def n_support(self):
+        return int(self.istate[_cs.I_N])
+
+    def set_features(self, n_features, lookup=None):
+        if n_features > self.n_features:
+            self.n_features = n_features
+            self.buf.ensure_columns(n_features)
+            self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+
+    def set_n_labels(self, Y):
+        self.hyper[_cs.H_NLABELS] = Y
+        C = self.beta.shape[1]
+        if Y > C:
+            new = max(Y, 2 * C)
+            beta = np.zeros((self.beta.shape[0], new))
+            beta[:, :C] = self.beta
+            self.beta = beta
+            for name in TRANSITION_ARRAYS:
+                arr = getattr(self, name)
+                grown = np.zeros((new, new) if arr.ndim == 2 else new)
+                grown[tuple(slice(0, C) for _ in range(arr.ndim))] = arr
+                setattr(self, name, grown)
+
+    def learn(self, xs, ys):
+        """One step on a non-empty sequence (rows ``xs``, label indices ``ys``)."""
+        self.len_sum += int(xs.shape[0])
+        if self.gamma_unit is not None:
+            self.hyper[_cs.H_GAMMA] = self.gamma_unit * math.sqrt(self.mean_loss_at_zero(xs.shape[0]))
+        self._ensure_rows(self.n_support + xs.shape[0])
+        b = self.buf
+        return _cs.sequence_learn(
+            xs, ys, b.S, b.ssq, b.sdiag, b.coef, self.beta, b.tstamp, self.avg_acc, self.avg_base,
+            *self.ck.arrays(), self.T, self.S0, self.S1, self.Tavg, self.S0avg, self.S1avg,
+            self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper, self.b, self.b_new,
+        )
+
+    def mean_loss_at_zero(self, pending=0):
+        """Mean loss at ``theta = 0`` of the sequences learnt so far (and one of length ``pending``).
+
+        At ``theta = 0`` every labelling scores 0, so a sequence of length L
+        has structured hinge loss ``cost * L`` (every position wrong) and CRF
+        loss ``log Z = L log Y``.
+        """
+        n_seq = int(self.istate[_cs.I_T]) + (1 if pending else 0)
+        per_position = self.hyper[_cs.H_COST] if self.hyper[_cs.H_LOSS] == _cs.LOSS_SVM \
+            else math.log(max(self.n_labels, 2))
+        return per_position * self.len_sum / max(n_seq, 1)
+
+    def predict(self, xs, average=None):
+        """The Viterbi path (label indices) of a sequence's rows (last or averaged model;
+        default: ``average``)."""
+        average = self.average if average is None else average
+        Y = self.n_labels
+        path = np.zeros(xs.shape[0], dtype=np.int64)
+        if Y == 0 or xs.shape[0] == 0:
+            return path
+        b = self.buf
+        n = self.n_support
+        F = self.ck.n_kernels
+        if average:
+            from .._core.fobos import averaged_coefficients
+
+            T = max(int(self.istate[_cs.I_T]), 1)
+            coef = np.empty((max(n, 1), F))
+            averaged_coefficients(n, b.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            sigma = np.ones(F + 1)
+            trans = (self.Tavg / T, self.S0avg / T, self.S1avg / T)
+        else:
+            coef, sigma = b.coef, self.sigma
+            trans = (self.T, self.S0, self.S1)
+        _cs.sequence_predict(xs, b.S, b.ssq, b.sdiag, coef, self.beta, n, *self.ck.arrays(), sigma, *trans, Y, path)
+        return path
+
+    def group_norms(self):
+        """``||theta_k||`` of every group (kernels, then the transition group)."""
+        return self.sigma * np.sqrt(np.maximum(self.theta_sq, 0.0))
+
+    def kernel_weights(self):
+        """``||theta_k|| / sum_l ||theta_l||`` (uniform before any update)."""
+        return normalised(self.group_norms())
+
+    def recompute_theta_sq(self):
+        """Squared raw group norms recomputed from the buffer and the transition arrays (tests)."""
+        from .._core.fobos import theta_sq_dense_from_buffer
+
+        b = self.buf
+        out = np.empty_like(self.theta_sq)
+        F = self.ck.n_kernels
+        out[:F] = theta_sq_dense_from_buffer(b.S, b.ssq, b.sdiag, b.coef, self.beta, self.n_support,
+                                             max(self.n_labels, 1), *self.ck.arrays())
+        out[F] = float(np.sum(self.T ** 2) + np.sum(self.S0 ** 2) + np.sum(self.S1 ** 2))
+        return out
+
+    # -- state (the onlinemkl.engine protocol) ------------------------------------------
+
+    #: The arrays of the state (dotted paths); ``b``, ``b_new`` are scratch.
+    _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
+                     "avg_base", *TRANSITION_ARRAYS) + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS
+
+    def get_state(self):
+        params = {"n_features": int(self.n_features), "len_sum": int(self.len_sum),
+                  "kernels_resolved": bool(self.ck._resolved)}
+        return params, collect_arrays(self, self._STATE_ARRAYS)
+
+    def set_state(self, params, arrays, strict=True):
+        """Restore onto an engine built from the same parameters; every shape and index is checked."""
+        fresh_hyper = self.hyper.copy()
+        restore_arrays(self, arrays, self._STATE_ARRAYS)
+        self.n_features = int(params["n_features"])
+        self.len_sum = int(params["len_sum"])
+        self.ck._resolved = bool(params["kernels_resolved"])
+        self.b = np.zeros_like(self.theta_sq)
+        self.b_new = np.zeros_like(self.theta_sq)
+        self._check_state(fresh_hyper, strict)
+        self._refresh_row_caches()
+
+    def _check_state(self, fresh_hyper, strict):
+        F = self.ck.n_kernels
+        P = F + 1
+        h = self.hyper
+        need = state_rule("sequence-labeller")
+        need(h.shape == (_cs.N_HYPER,), f"hyper has shape {h.shape}")
+        need(self.istate.shape == (_cs.N_ISTATE,), f"istate has shape {self.istate.shape}")
+        gamma_auto = self.gamma_unit is not None
+        fixed = [i for i in range(_cs.N_HYPER) if i != _cs.H_NLABELS and not (gamma_auto and i == _cs.H_GAMMA)]
+        need(np.array_equal(h[fixed], fresh_hyper[fixed]),
+             "the saved settings (loss, regulariser, lam, schedule, budget, ...) differ from the parameters")
+        need(math.isfinite(h[_cs.H_GAMMA]) and h[_cs.H_GAMMA] >= 0, "gamma is not finite and >= 0")
+        for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
+                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        self.ck.check_restored(need)
+        C = self.beta.shape[1]
+        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
+                                     ("avg_base", self.avg_base, (F,))))
+        for name, arr, shape in (("T", self.T, (C, C)), ("Tavg", self.Tavg, (C, C)), ("S0", self.S0, (C,)),
+                                 ("S1", self.S1, (C,)), ("S0avg", self.S0avg, (C,)), ("S1avg", self.S1avg, (C,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        need(bool(np.all(self.istate >= 0)), "negative counters")
+        Y = h[_cs.H_NLABELS]
+        need(Y == int(Y) and 0 <= Y <= C, f"{Y!r} labels for {C} label slots")
+        need(self.len_sum >= 0, "negative number of positions")
+        self._check_groups(self.ck, need)
+        if not strict:
+            return
+        need(bool(np.all(self.sigma > 0)), "a group scale is not positive")
+        check_finite(self, ("theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc", "avg_base",
+                            *TRANSITION_ARRAYS, "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params"), need)
