@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
 import numpy as np
+
+
+def init_args(obj, args: dict) -> dict:
+    """The constructor arguments of ``obj``'s class picked from ``args`` (``locals()`` in ``__init__``)."""
+    names = inspect.signature(type(obj).__init__).parameters
+    return {k: args[k] for k in names if k != "self"}
+
+
+def store_params(obj, args: dict) -> None:
+    """Keep each constructor argument as the attribute of the same name (the scikit-learn and
+    river convention ``get_params``, cloning and :mod:`onlinemkl.persist` rely on); call first
+    thing in ``__init__`` with ``locals()``."""
+    for k, v in init_args(obj, args).items():
+        setattr(obj, k, v)
 
 
 def check_number(name, value, *, low=None, high=None, low_open=False, high_open=False, integer=False,

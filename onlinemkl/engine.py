@@ -16,10 +16,11 @@ hold, what pickles hold, and what a distributed merge will combine.
 
 from __future__ import annotations
 
-import inspect
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from ._validation import init_args
 
 __all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
            "normalised"]
@@ -132,8 +133,7 @@ class EngineBase:
 
     def _remember_init(self, args: dict) -> None:
         """Keep the constructor arguments (pass ``locals()`` first thing in ``__init__``)."""
-        names = inspect.signature(type(self).__init__).parameters
-        self._init_args = {k: args[k] for k in names if k != "self"}
+        self._init_args = init_args(self, args)
 
     def get_state(self) -> tuple[dict, dict]:  # pragma: no cover - every engine overrides
         raise NotImplementedError

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from ._validation import store_params
 from .engines.nonlinear import make_engine, project  # noqa: F401  (project: part of the public API)
 from .sklearn import EngineEstimator
 
@@ -76,19 +77,7 @@ class NonlinearKRRRegressor(RegressorMixin, EngineEstimator):
 
     def __init__(self, kernels=None, degree=2, lam=0.1, mu0=0.0, Lambda=1.0, norm="l2", eta=1.0,
                  line_search=True, epsilon=1e-4, max_iter=50, budget=500, constant=True, random_state=None):
-        self.kernels = kernels
-        self.degree = degree
-        self.lam = lam
-        self.mu0 = mu0
-        self.Lambda = Lambda
-        self.norm = norm
-        self.eta = eta
-        self.line_search = line_search
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.budget = budget
-        self.constant = constant
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _new_engine(self):
         return make_engine(self)

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from ._core import obscure as _co
-from ._validation import check_choice, check_number
+from ._validation import check_choice, check_number, store_params
 from .engines.obscure import ObscureEngine, check_params, hinge_losses, stream_step
 from .sklearn import EngineClassifier, check_labels
 
@@ -98,19 +98,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs=5,
                  switch_after="auto", pegasos=False, budget=None, eviction="oldest", loss="auto",
                  random_state=None):
-        self.kernels = kernels
-        self.p = p
-        self.lam = lam
-        self.C = C
-        self.eta = eta
-        self.stage1_epochs = stage1_epochs
-        self.stage2_epochs = stage2_epochs
-        self.switch_after = switch_after
-        self.pegasos = pegasos
-        self.budget = budget
-        self.eviction = eviction
-        self.loss = loss
-        self.random_state = random_state
+        store_params(self, locals())
 
     # -- validation ----------------------------------------------------------------------
 

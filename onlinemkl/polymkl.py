@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from ._validation import store_params
 from .engines.polymkl import make_engine, multiplicity  # noqa: F401  (multiplicity: part of the public API)
 from .sklearn import EngineEstimator
 
@@ -86,18 +87,7 @@ class PolyMKLRegressor(RegressorMixin, EngineEstimator):
 
     def __init__(self, kernels=None, degree=3, rho=None, lam=0.1, n_iter=200, eta=1.0, solver="stochastic",
                  iterate="average", budget=500, constant=True, tol=1e-6, random_state=None):
-        self.kernels = kernels
-        self.degree = degree
-        self.rho = rho
-        self.lam = lam
-        self.n_iter = n_iter
-        self.eta = eta
-        self.solver = solver
-        self.iterate = iterate
-        self.budget = budget
-        self.constant = constant
-        self.tol = tol
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _new_engine(self):
         return make_engine(self, self.random_state)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
+from ._validation import store_params
 from .engines.proximal import classifier_engine, regressor_engine
 from .sklearn import EngineClassifier, EngineEstimator, check_labels
 
@@ -105,23 +106,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
     def __init__(self, kernels=None, explicit_groups=None, loss="hinge", regularizer="sq_l21", lam=1e-4, q=1.5,
                  sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto",
                  average=False, budget=None, eviction="least_impact", n_epochs=1, random_state=None):
-        self.kernels = kernels
-        self.explicit_groups = explicit_groups
-        self.loss = loss
-        self.regularizer = regularizer
-        self.lam = lam
-        self.q = q
-        self.sigma = sigma
-        self.l1_ratio = l1_ratio
-        self.group_weights = group_weights
-        self.schedule = schedule
-        self.eta0 = eta0
-        self.gamma = gamma
-        self.average = average
-        self.budget = budget
-        self.eviction = eviction
-        self.n_epochs = n_epochs
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _new_engine(self, classes):
         return classifier_engine(self, len(classes))
@@ -197,24 +182,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
     def __init__(self, kernels=None, explicit_groups=None, loss="squared", epsilon=0.1, regularizer="sq_l21",
                  lam=1e-2, q=1.5, sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=0.1,
                  gamma=None, average=True, budget=None, eviction="least_impact", n_epochs=3, random_state=None):
-        self.kernels = kernels
-        self.explicit_groups = explicit_groups
-        self.loss = loss
-        self.epsilon = epsilon
-        self.regularizer = regularizer
-        self.lam = lam
-        self.q = q
-        self.sigma = sigma
-        self.l1_ratio = l1_ratio
-        self.group_weights = group_weights
-        self.schedule = schedule
-        self.eta0 = eta0
-        self.gamma = gamma
-        self.average = average
-        self.budget = budget
-        self.eviction = eviction
-        self.n_epochs = n_epochs
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _new_engine(self):
         return regressor_engine(self)

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import check_choice, check_number, check_rows
+from ._validation import check_choice, check_number, check_rows, store_params
 from .engines.proximal import settings
 from .engines.sequence import LOSSES, SequenceEngine
 from .features import FeatureMap, LabelMap
@@ -96,23 +96,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
     def __init__(self, kernels=None, loss="svm", cost=1.0, regularizer="sq_l21", lam=1e-4, q=1.5, sigma=1.0,
                  l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto", average=False,
                  budget=None, eviction="oldest", n_epochs=1, random_state=None):
-        self.kernels = kernels
-        self.loss = loss
-        self.cost = cost
-        self.regularizer = regularizer
-        self.lam = lam
-        self.q = q
-        self.sigma = sigma
-        self.l1_ratio = l1_ratio
-        self.group_weights = group_weights
-        self.schedule = schedule
-        self.eta0 = eta0
-        self.gamma = gamma
-        self.average = average
-        self.budget = budget
-        self.eviction = eviction
-        self.n_epochs = n_epochs
-        self.random_state = random_state
+        store_params(self, locals())
 
     _STATE_ATTRS = ("_engine", "_features", "_labels", "_array_input")
 

@@ -28,7 +28,7 @@ from ..engine import BufferEngine, check_finite, collect_arrays, normalised, res
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear, check_kernels, default_regression_kernels
 
-__all__ = ["ProximalEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
+__all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
            "settings", "classifier_engine", "regressor_engine"]
 
 REGULARIZERS = {
@@ -137,7 +137,90 @@ def regressor_engine(p):
     return make_engine(p, 1, REGRESSION_LOSSES[p.loss], None, regression=True)
 
 
-class ProximalEngine(BufferEngine):
+class GroupNormEngine(BufferEngine):
+    """What the proximal learners share (flat and structured): the squared group norms
+    ``theta_sq`` with their lazy scales ``sigma``, the averaged-model bookkeeping
+    (``sigma_cum``, ``avg_acc``, ``avg_base``), the class vectors ``beta`` of the stored
+    examples, and a buffer with one coefficient column per kernel.  ``_CORE`` is the compiled
+    module whose ``H_*``/``I_*`` indices the ``hyper``/``istate`` arrays follow.
+    """
+
+    _ROW_ARRAYS = ("beta", "avg_acc", "avg_base")
+    _CORE = _cf
+
+    def _init_groups(self, st, loss_code, budget, eviction, P, n_cols):
+        """The state of ``P`` groups (the kernels first) from the :func:`settings` ``st``."""
+        core, F = self._CORE, self.ck.n_kernels
+        h = self.hyper = np.zeros(core.N_HYPER)
+        for index, key in ((core.H_PROX, "prox"), (core.H_LAM, "lam"), (core.H_PROX_PARAM, "param"),
+                           (core.H_SCHEDULE, "schedule"), (core.H_ETA0, "eta0"), (core.H_SIGMA_SC, "modulus"),
+                           (core.H_GAMMA, "gamma")):
+            h[index] = st[key]
+        h[core.H_LOSS] = loss_code
+        h[core.H_BUDGET] = 0 if budget is None else budget
+        h[core.H_POLICY] = EVICTION[eviction]
+        self.istate = np.zeros(core.N_ISTATE, dtype=np.int64)
+        self.theta_sq = np.zeros(P)
+        self.sigma = np.ones(P)
+        self.sigma_cum = np.zeros(F)
+        self.prox_weights = np.ones(P) if st["weights"] is None else np.asarray(st["weights"], dtype=float)
+        self.buf = SupportBuffer(F, self.ck.n_groups, F, budget=budget)
+        cap = self.buf.capacity
+        self.beta = np.zeros((cap, n_cols))
+        self.avg_acc = np.zeros((cap, F))
+        self.avg_base = np.zeros((cap, F))
+        self.n_features = 0
+
+    @property
+    def n_support(self):
+        return int(self.istate[self._CORE.I_N])
+
+    def group_norms(self):
+        """``||theta_k||`` of every group (kernels first)."""
+        return self.sigma * np.sqrt(np.maximum(self.theta_sq, 0.0))
+
+    def kernel_weights(self):
+        """``||theta_k|| / sum_l ||theta_l||`` (uniform before any update)."""
+        return normalised(self.group_norms())
+
+    def _grow_outputs(self, n: int):
+        """Room for ``n`` output columns in ``beta`` (doubling); the new width if it grew, else None."""
+        C = self.beta.shape[1]
+        if n <= C:
+            return None
+        new = max(n, 2 * C)
+        beta = np.zeros((self.beta.shape[0], new))
+        beta[:, :C] = self.beta
+        self.beta = beta
+        return new
+
+    def _check_groups_state(self, need, fresh_hyper, free, P):
+        """The structural rules the proximal states share; ``free`` are the ``hyper`` entries that
+        may differ from a fresh engine's (those that grow with the stream)."""
+        core, F, h = self._CORE, self.ck.n_kernels, self.hyper
+        need(h.shape == (core.N_HYPER,), f"hyper has shape {h.shape}, expected ({core.N_HYPER},)")
+        need(self.istate.shape == (core.N_ISTATE,), f"istate has shape {self.istate.shape}")
+        fixed = [i for i in range(core.N_HYPER) if i not in free]
+        need(np.array_equal(h[fixed], fresh_hyper[fixed]),
+             "the saved settings (loss, regulariser, lam, schedule, gamma, budget, ...) differ from the parameters")
+        for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
+                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        self.ck.check_restored(need, "ck")
+        C = self.beta.shape[1]
+        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
+                                     ("avg_base", self.avg_base, (F,))))
+        need(bool(np.all(self.istate >= 0)), "negative counters")
+        self._check_groups(self.ck, need, "ck")
+
+    def _check_groups_values(self, need, names):
+        """The value rules (``strict``): positive scales; finite values in the shared arrays and ``names``."""
+        need(bool(np.all(self.sigma > 0)), "a group scale is not positive")
+        check_finite(self, ("theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc", "avg_base",
+                            "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params") + tuple(names), need)
+
+
+class ProximalEngine(GroupNormEngine):
     """State and per-example steps of online proximal MKL (internal; use the estimators).
 
     Protocol (:mod:`onlinemkl.engine`): ``learn(row, label)`` with ``label`` an
@@ -147,8 +230,6 @@ class ProximalEngine(BufferEngine):
     ``predict_one(row)``/``predict_many(rows)`` in the target's units;
     ``get_state``/``set_state``.
     """
-
-    _ROW_ARRAYS = ("beta", "avg_acc", "avg_base")
 
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
                  schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False):
@@ -160,34 +241,13 @@ class ProximalEngine(BufferEngine):
         # Explicit groups reuse the kernel machinery for their column ranges.
         self.xk = CompiledKernels([Linear(group=g) for g in self.explicit_groups])
         F, E = self.ck.n_kernels, len(self.explicit_groups)
-        P = F + E
-        self.hyper = np.zeros(_cf.N_HYPER)
-        h = self.hyper
-        h[_cf.H_LOSS] = loss_code
-        h[_cf.H_PROX] = prox_code
-        h[_cf.H_LAM] = lam
-        h[_cf.H_PROX_PARAM] = prox_param
-        h[_cf.H_SCHEDULE] = schedule
-        h[_cf.H_ETA0] = eta0
-        h[_cf.H_SIGMA_SC] = strong_convexity
-        h[_cf.H_GAMMA] = gamma
-        h[_cf.H_BUDGET] = 0 if budget is None else budget
-        h[_cf.H_POLICY] = EVICTION[eviction]
-        h[_cf.H_NOUT] = n_outputs
-        h[_cf.H_EPSILON] = epsilon
-        self.istate = np.zeros(_cf.N_ISTATE, dtype=np.int64)
-        self.theta_sq = np.zeros(P)
-        self.sigma = np.ones(P)
-        self.sigma_cum = np.zeros(F)
-        self.prox_weights = np.ones(P) if group_weights is None else np.asarray(group_weights, dtype=float)
-        self.buf = SupportBuffer(F, self.ck.n_groups, F, budget=budget)
-        cap = self.buf.capacity
-        self.beta = np.zeros((cap, max(n_outputs, 1)))
-        self.avg_acc = np.zeros((cap, F))
-        self.avg_base = np.zeros((cap, F))
+        st = dict(prox=prox_code, lam=lam, param=prox_param, schedule=schedule, eta0=eta0, modulus=strong_convexity,
+                  gamma=gamma, weights=group_weights)
+        self._init_groups(st, loss_code, budget, eviction, F + E, max(n_outputs, 1))
+        self.hyper[_cf.H_NOUT] = n_outputs
+        self.hyper[_cf.H_EPSILON] = epsilon
         self.W = np.zeros((E, 1, max(n_outputs, 1)))
         self.W_avg = np.zeros_like(self.W)
-        self.n_features = 0
         # Regression targets: running count, mean and sum of squared deviations (Welford).
         self.ystats = np.array([0.0, 0.0, 0.0])
         self._scratch(max(n_outputs, 1))
@@ -203,10 +263,6 @@ class ProximalEngine(BufferEngine):
     @property
     def n_outputs(self):
         return int(self.hyper[_cf.H_NOUT])
-
-    @property
-    def n_support(self):
-        return int(self.istate[_cf.I_N])
 
     def set_features(self, n_features, lookup=None):
         if n_features < self.n_features:
@@ -225,17 +281,14 @@ class ProximalEngine(BufferEngine):
                 setattr(self, name, arr)
 
     def set_n_outputs(self, n_out):
+        """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling."""
         self.hyper[_cf.H_NOUT] = n_out
-        C = self.beta.shape[1]
-        if n_out > C:
-            new = max(n_out, 2 * C)
-            beta = np.zeros((self.beta.shape[0], new))
-            beta[:, :C] = self.beta
-            self.beta = beta
+        new = self._grow_outputs(n_out)
+        if new is not None:
             for name in ("W", "W_avg"):
                 old = getattr(self, name)
                 arr = np.zeros(old.shape[:2] + (new,))
-                arr[:, :, :C] = old
+                arr[:, :, :old.shape[2]] = old
                 setattr(self, name, arr)
             self._scratch(new)
 
@@ -355,14 +408,6 @@ class ProximalEngine(BufferEngine):
             cols.append(np.concatenate([np.arange(a, b) for a, b in rng]) if len(rng) else np.zeros(0, int))
         return cols
 
-    def group_norms(self):
-        """``||theta_k||`` of every group (kernels first, then explicit groups)."""
-        return self.sigma * np.sqrt(np.maximum(self.theta_sq, 0.0))
-
-    def kernel_weights(self):
-        """``beta_k = ||theta_k|| / sum_l ||theta_l||`` (uniform before any update)."""
-        return normalised(self.group_norms())
-
     # -- state (the onlinemkl.engine protocol) ------------------------------------------
 
     #: The arrays of the state (dotted paths); ``g, scores, dl, b, b_new`` are scratch.
@@ -393,40 +438,23 @@ class ProximalEngine(BufferEngine):
         self._scratch(self.beta.shape[1])
 
     def _check_state(self, fresh_hyper, fresh_weights, strict):
-        F, E = self.ck.n_kernels, len(self.explicit_groups)
-        P = F + E
-        h = self.hyper
+        E = len(self.explicit_groups)
         need = state_rule("proximal-MKL")
-        need(h.shape == (_cf.N_HYPER,), f"hyper has shape {h.shape}, expected ({_cf.N_HYPER},)")
-        need(self.istate.shape == (_cf.N_ISTATE,), f"istate has shape {self.istate.shape}")
-        fixed = [i for i in range(_cf.N_HYPER) if i != _cf.H_NOUT]
-        need(np.array_equal(h[fixed], fresh_hyper[fixed]),
-             "the saved settings (loss, regulariser, lam, schedule, gamma, budget, ...) differ from the parameters")
-        for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
-                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,)),
-                                 ("ystats", self.ystats, (3,))):
-            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        self._check_groups_state(need, fresh_hyper, {_cf.H_NOUT}, self.ck.n_kernels + E)
+        need(self.ystats.shape == (3,), f"ystats has shape {self.ystats.shape}, expected (3,)")
         need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
-        self.ck.check_restored(need, "ck")
         self.xk.check_restored(need, "xk")
         C = self.beta.shape[1]
-        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
-                                     ("avg_base", self.avg_base, (F,))))
         need(self.W.shape[0] == E and self.W.shape[2] == C and self.W_avg.shape == self.W.shape,
              f"W {self.W.shape} / W_avg {self.W_avg.shape} do not fit {E} explicit groups and {C} outputs")
-        need(bool(np.all(self.istate >= 0)), "negative counters")
         need(self.n_features <= self.W.shape[1], f"{self.n_features} features in W of {self.W.shape[1]} columns")
-        n_out = h[_cf.H_NOUT]
+        n_out = self.hyper[_cf.H_NOUT]
         need(n_out == int(n_out) and 0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
-        self._check_groups(self.ck, need, "ck")
         self._check_groups(self.xk, need, "xk")
-        if not strict:
-            return
-        need(bool(np.all(self.sigma > 0)), "a group scale is not positive")
-        need(bool(np.all(self.theta_sq >= 0)), "a squared group norm is negative")
-        need(self.ystats[0] >= 0 and self.ystats[2] >= 0, "bad target statistics")
-        check_finite(self, ("theta_sq", "sigma", "sigma_cum", "beta", "avg_acc", "avg_base", "W", "W_avg", "ystats",
-                            "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params", "xk.params"), need)
+        if strict:
+            self._check_groups_values(need, ("W", "W_avg", "ystats", "xk.params"))
+            need(bool(np.all(self.theta_sq >= 0)), "a squared group norm is negative")
+            need(self.ystats[0] >= 0 and self.ystats[2] >= 0, "bad target statistics")
 
     def recompute_theta_sq(self):
         """Implicit groups' raw squared norms recomputed from the buffer; explicit from W."""

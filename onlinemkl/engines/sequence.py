@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from .._buffer import EVICTION, SupportBuffer
 from .._core import sequence as _cs
-from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
+from ..engine import BufferEngine, collect_arrays, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, resolve_group_columns
+from .proximal import GroupNormEngine
 
 __all__ = ["SequenceEngine", "LOSSES", "TRANSITION_ARRAYS"]
 
@@ -25,7 +25,7 @@ LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
 TRANSITION_ARRAYS = ("T", "S0", "S1", "Tavg", "S0avg", "S1avg")
 
 
-class SequenceEngine(BufferEngine):
+class SequenceEngine(GroupNormEngine):
     """State of the sequence labeller (internal).
 
     Plain numpy state: the support buffer of position examples (``buf``), the
@@ -43,52 +43,26 @@ class SequenceEngine(BufferEngine):
     fixed radius of the settings).
     """
 
-    _ROW_ARRAYS = ("beta", "avg_acc", "avg_base")
+    _CORE = _cs
 
     def __init__(self, settings, loss, cost, budget, eviction, gamma_unit=None, average=False):
         self._remember_init(locals())
         self.gamma_unit = gamma_unit
         self.average = bool(average)
         self.ck = CompiledKernels(settings["kernels"])
-        F = self.ck.n_kernels
-        P = F + 1
-        h = self.hyper = np.zeros(_cs.N_HYPER)
-        h[_cs.H_LOSS] = LOSSES[loss]
-        h[_cs.H_PROX] = settings["prox"]
-        h[_cs.H_LAM] = settings["lam"]
-        h[_cs.H_PROX_PARAM] = settings["param"]
-        h[_cs.H_SCHEDULE] = settings["schedule"]
-        h[_cs.H_ETA0] = settings["eta0"]
-        h[_cs.H_SIGMA_SC] = settings["modulus"]
-        h[_cs.H_GAMMA] = settings["gamma"]
-        h[_cs.H_BUDGET] = 0 if budget is None else budget
-        h[_cs.H_POLICY] = EVICTION[eviction]
-        h[_cs.H_COST] = cost
-        self.istate = np.zeros(_cs.N_ISTATE, dtype=np.int64)
-        self.theta_sq = np.zeros(P)
-        self.sigma = np.ones(P)
-        self.sigma_cum = np.zeros(F)
-        w = settings["weights"]
-        self.prox_weights = np.ones(P) if w is None else np.asarray(w, dtype=float)
-        self.buf = SupportBuffer(F, self.ck.n_groups, F, budget=budget)
-        cap = self.buf.capacity
-        self.beta = np.zeros((cap, 2))
-        self.avg_acc = np.zeros((cap, F))
-        self.avg_base = np.zeros((cap, F))
+        P = self.ck.n_kernels + 1
+        self._init_groups(settings, LOSSES[loss], budget, eviction, P, 2)
+        self.hyper[_cs.H_COST] = cost
         for name in TRANSITION_ARRAYS:
             setattr(self, name, np.zeros((2, 2)) if name.startswith("T") else np.zeros(2))
         self.b = np.zeros(P)
         self.b_new = np.zeros(P)
-        self.n_features = 0
         self.len_sum = 0
 
     @property
     def n_labels(self):
         return int(self.hyper[_cs.H_NLABELS])
 
-    @property
-    def n_support(self):
-        return int(self.istate[_cs.I_N])
 
     def set_features(self, n_features, lookup=None):
         if n_features > self.n_features:
@@ -97,17 +71,14 @@ class SequenceEngine(BufferEngine):
             self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
 
     def set_n_labels(self, Y):
+        """Use ``Y`` labels (they grow as new labels appear); the arrays grow by doubling."""
         self.hyper[_cs.H_NLABELS] = Y
-        C = self.beta.shape[1]
-        if Y > C:
-            new = max(Y, 2 * C)
-            beta = np.zeros((self.beta.shape[0], new))
-            beta[:, :C] = self.beta
-            self.beta = beta
+        new = self._grow_outputs(Y)
+        if new is not None:
             for name in TRANSITION_ARRAYS:
                 arr = getattr(self, name)
                 grown = np.zeros((new, new) if arr.ndim == 2 else new)
-                grown[tuple(slice(0, C) for _ in range(arr.ndim))] = arr
+                grown[tuple(slice(0, n) for n in arr.shape)] = arr
                 setattr(self, name, grown)
 
     def learn(self, xs, ys):
@@ -160,14 +131,6 @@ class SequenceEngine(BufferEngine):
         _cs.sequence_predict(xs, b.S, b.ssq, b.sdiag, coef, self.beta, n, *self.ck.arrays(), sigma, *trans, Y, path)
         return path
 
-    def group_norms(self):
-        """``||theta_k||`` of every group (kernels, then the transition group)."""
-        return self.sigma * np.sqrt(np.maximum(self.theta_sq, 0.0))
-
-    def kernel_weights(self):
-        """``||theta_k|| / sum_l ||theta_l||`` (uniform before any update)."""
-        return normalised(self.group_norms())
-
     def recompute_theta_sq(self):
         """Squared raw group norms recomputed from the buffer and the transition arrays (tests)."""
         from .._core.fobos import theta_sq_dense_from_buffer
@@ -204,34 +167,17 @@ class SequenceEngine(BufferEngine):
         self._refresh_row_caches()
 
     def _check_state(self, fresh_hyper, strict):
-        F = self.ck.n_kernels
-        P = F + 1
         h = self.hyper
         need = state_rule("sequence-labeller")
-        need(h.shape == (_cs.N_HYPER,), f"hyper has shape {h.shape}")
-        need(self.istate.shape == (_cs.N_ISTATE,), f"istate has shape {self.istate.shape}")
-        gamma_auto = self.gamma_unit is not None
-        fixed = [i for i in range(_cs.N_HYPER) if i != _cs.H_NLABELS and not (gamma_auto and i == _cs.H_GAMMA)]
-        need(np.array_equal(h[fixed], fresh_hyper[fixed]),
-             "the saved settings (loss, regulariser, lam, schedule, budget, ...) differ from the parameters")
+        free = {_cs.H_NLABELS, _cs.H_GAMMA} if self.gamma_unit is not None else {_cs.H_NLABELS}
+        self._check_groups_state(need, fresh_hyper, free, self.ck.n_kernels + 1)
         need(math.isfinite(h[_cs.H_GAMMA]) and h[_cs.H_GAMMA] >= 0, "gamma is not finite and >= 0")
-        for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
-                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
-            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
-        self.ck.check_restored(need)
         C = self.beta.shape[1]
-        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
-                                     ("avg_base", self.avg_base, (F,))))
         for name, arr, shape in (("T", self.T, (C, C)), ("Tavg", self.Tavg, (C, C)), ("S0", self.S0, (C,)),
                                  ("S1", self.S1, (C,)), ("S0avg", self.S0avg, (C,)), ("S1avg", self.S1avg, (C,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
-        need(bool(np.all(self.istate >= 0)), "negative counters")
         Y = h[_cs.H_NLABELS]
         need(Y == int(Y) and 0 <= Y <= C, f"{Y!r} labels for {C} label slots")
         need(self.len_sum >= 0, "negative number of positions")
-        self._check_groups(self.ck, need)
-        if not strict:
-            return
-        need(bool(np.all(self.sigma > 0)), "a group scale is not positive")
-        check_finite(self, ("theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc", "avg_base",
-                            *TRANSITION_ARRAYS, "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params"), need)
+        if strict:
+            self._check_groups_values(need, TRANSITION_ARRAYS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._validation import store_params
 from ..engines.nonlinear import make_engine
 from ._minibatch import _MiniBatchRiver
 
@@ -28,19 +29,7 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
                  mu0: float = 0.0, Lambda: float = 1.0, norm: str = "l2", eta: float = 1.0,
                  line_search: bool = True, epsilon: float = 1e-4, max_iter: int = 20, budget: int | None = 200,
                  constant: bool = True):
-        self.batch_size = batch_size
-        self.kernels = kernels
-        self.degree = degree
-        self.lam = lam
-        self.mu0 = mu0
-        self.Lambda = Lambda
-        self.norm = norm
-        self.eta = eta
-        self.line_search = line_search
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.budget = budget
-        self.constant = constant
+        store_params(self, locals())
         self._setup(make_engine(self))
 
     @classmethod

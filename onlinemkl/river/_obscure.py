@@ -8,7 +8,7 @@ import numpy as np
 from river import base
 
 from .._core import obscure as _co
-from .._validation import check_choice
+from .._validation import check_choice, store_params
 from ..engines.obscure import ObscureEngine, check_params, stream_step
 from ..features import FeatureMap, LabelMap
 from ._base import EngineAdapter, softmax_dict
@@ -73,16 +73,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
                  C: float = 1.0, eta: float | None = None, switch_after: int | str | None = "auto",
                  pegasos: bool = False, budget: int | None = None, eviction: str = "oldest",
                  loss: str = "multiclass_hinge"):
-        self.kernels = kernels
-        self.p = p
-        self.lam = lam
-        self.C = C
-        self.eta = eta
-        self.switch_after = switch_after
-        self.pegasos = pegasos
-        self.budget = budget
-        self.eviction = eviction
-        self.loss = loss
+        store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
         self._kernels, self._p = check_params(kernels, p, lam, C, eta, switch_after, budget, eviction)
         check_choice("loss", loss, ("multiclass_hinge", "hinge"))

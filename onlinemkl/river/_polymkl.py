@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._validation import store_params
 from ..engines.polymkl import make_engine
 from ._minibatch import _MiniBatchRiver
 
@@ -38,19 +39,7 @@ class PolyMKLRegressor(_MiniBatchRiver):
                  lam: float = 0.1, n_iter: int = 50, eta: float = 1.0, solver: str = "stochastic",
                  iterate: str = "average", budget: int | None = 200, constant: bool = True, tol: float = 1e-6,
                  seed: int | None = None):
-        self.batch_size = batch_size
-        self.kernels = kernels
-        self.degree = degree
-        self.rho = rho
-        self.lam = lam
-        self.n_iter = n_iter
-        self.eta = eta
-        self.solver = solver
-        self.iterate = iterate
-        self.budget = budget
-        self.constant = constant
-        self.tol = tol
-        self.seed = seed
+        store_params(self, locals())
         self._setup(make_engine(self, seed))
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from river import base
 
+from .._validation import store_params
 from ..engines.proximal import classifier_engine, regressor_engine
 from ..features import FeatureMap, LabelMap
 from ._base import EngineAdapter, check_regression_target, softmax_dict
@@ -43,21 +44,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  l1_ratio: float = 1.0, group_weights: tuple | None = None, schedule: str = "invsqrt",
                  eta0: float = 1.0, gamma: float | str | None = "auto", average: bool = False,
                  budget: int | None = None, eviction: str = "least_impact"):
-        self.kernels = kernels
-        self.explicit_groups = explicit_groups
-        self.loss = loss
-        self.regularizer = regularizer
-        self.lam = lam
-        self.q = q
-        self.sigma = sigma
-        self.l1_ratio = l1_ratio
-        self.group_weights = group_weights
-        self.schedule = schedule
-        self.eta0 = eta0
-        self.gamma = gamma
-        self.average = average
-        self.budget = budget
-        self.eviction = eviction
+        store_params(self, locals())
         # Multiclass form from the start: labels emerge over time.
         engine = classifier_engine(self, 3)
         engine.set_n_outputs(0)
@@ -116,22 +103,7 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
                  sigma: float = 1.0, l1_ratio: float = 1.0, group_weights: tuple | None = None,
                  schedule: str = "invsqrt", eta0: float = 0.1, gamma: float | str | None = None,
                  average: bool = True, budget: int | None = None, eviction: str = "least_impact"):
-        self.kernels = kernels
-        self.explicit_groups = explicit_groups
-        self.loss = loss
-        self.epsilon = epsilon
-        self.regularizer = regularizer
-        self.lam = lam
-        self.q = q
-        self.sigma = sigma
-        self.l1_ratio = l1_ratio
-        self.group_weights = group_weights
-        self.schedule = schedule
-        self.eta0 = eta0
-        self.gamma = gamma
-        self.average = average
-        self.budget = budget
-        self.eviction = eviction
+        store_params(self, locals())
         self._attach(regressor_engine(self), FeatureMap())
 
     @classmethod
