@@ -40,7 +40,7 @@ from _common import best_time, markdown_table, single_thread_blas, write_report 
 from onlinemkl import _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
 from onlinemkl.kernels import default_kernels  # noqa: E402
-from onlinemkl.obscure import ObscureEngine, default_p  # noqa: E402
+from onlinemkl.engines.obscure import ObscureEngine, default_p  # noqa: E402
 
 N_CLASSES = 3
 

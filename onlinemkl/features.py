@@ -50,8 +50,8 @@ class FeatureMap:
     >>> fm.row(fm.values({"a": 1.0, "z": 9.0})).tolist()
     [0.0, 1.0]
     >>> sm = FeatureMap(ordered="sorted")
-    >>> sm.add(["b"]), sm.add(["a"]).tolist(), sm.names
-    (None, [1], ['a', 'b'])
+    >>> sm.add(["b"]).tolist(), sm.add(["a"]).tolist(), sm.add(["a"]), sm.names
+    ([], [1], None, ['a', 'b'])
     """
 
     __slots__ = ("ordered", "names", "columns")
@@ -94,8 +94,9 @@ class FeatureMap:
     def add(self, names):
         """Give columns to the names not in the map yet.
 
-        Returns None when no column moved (always so for 'arrival'), else the
-        new column of every old one (an int64 array; 'sorted' only).
+        Returns None when no name is new, and always for 'arrival' (columns
+        never move); else, for 'sorted', the new column of every old one (an
+        int64 array), for the engine to remap its state.
         """
         cols = self.columns
         new = [k for k in names if k not in cols]
@@ -182,8 +183,9 @@ class LabelMap:
         self.index: dict = {}
         self.classes = None  # the sorted numpy classes_ of the array API
         for y in labels:
-            if self.add(y) != len(self.labels) - 1:
+            if self.known(y):
                 raise ValueError(f"the label {y!r} is listed twice")
+            self.add(y)
 
     @classmethod
     def from_classes(cls, classes: np.ndarray) -> LabelMap:

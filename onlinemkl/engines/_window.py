@@ -189,7 +189,10 @@ class WindowEngine(EngineBase):
         """Check the window's arrays and restore them; returns ``need`` for the subclass's rules."""
         need = state_rule(self._LEARNER)
         for name in self._ARRAYS:
-            need(isinstance(arrays.get(name), np.ndarray), f"the array {name!r} is missing")
+            arr, cur = arrays.get(name), getattr(self, name)
+            need(isinstance(arr, np.ndarray), f"the array {name!r} is missing")
+            need(arr.dtype == cur.dtype and arr.ndim == cur.ndim,
+                 f"array {name!r} is {arr.dtype}, {arr.ndim}-D; expected {cur.dtype}, {cur.ndim}-D")
         Xw, yw = arrays["Xw"], arrays["yw"]
         n_features = int(params["n_features"])
         need(Xw.ndim == 2 and Xw.shape[1] == n_features, f"Xw has shape {Xw.shape} for {n_features} features")
