@@ -27,7 +27,6 @@ __all__ = ["ObscureEngine", "default_p", "default_eta", "EVICTION", "hinge_losse
            "AUTO_SWITCH_CLEAN_RUN", "check_switch_after", "stream_step"]
 
 
-
 def default_p(n_kernels: int) -> float:
     """The authors' default: ``q = 2 ln F`` (at least 2), ``p = q / (q - 1)``.
 
