@@ -45,7 +45,7 @@ class FeatureMap:
     Examples
     --------
     >>> fm = FeatureMap()
-    >>> fm.row(fm.values({"b": 2, "a": 1.5}), grow=True).tolist()
+    >>> fm.encode({"b": 2, "a": 1.5}, grow=True).tolist()
     [2.0, 1.5]
     >>> fm.row(fm.values({"a": 1.0, "z": 9.0})).tolist()
     [0.0, 1.0]
@@ -71,14 +71,14 @@ class FeatureMap:
         return self.columns.get(name)
 
     @staticmethod
-    def values(x: dict) -> dict:
-        """``{name: float}`` of a dict example, every value checked (finite, real).
+    def _items(x: dict) -> list:
+        """``[(name, float)]`` of a dict example, every value checked (finite, real).
 
         Plain ``float``/``int`` values take a fast path: this runs on every
         example of a stream, where the generic ``numbers.Real`` check costs more
         than a small model's whole compiled step.
         """
-        out = {}
+        out = []
         for k, v in x.items():
             t = type(v)
             if t is float:
@@ -88,7 +88,30 @@ class FeatureMap:
                 v = float(v)
             else:
                 v = check_feature_value(k, v)
-            out[k] = v
+            out.append((k, v))
+        return out
+
+    @classmethod
+    def values(cls, x: dict) -> dict:
+        """``{name: float}`` of a dict example, every value checked (finite, real)."""
+        return dict(cls._items(x))
+
+    def encode(self, x: dict, grow: bool = False) -> np.ndarray:
+        """The float64 row of dict example ``x`` in one pass ('arrival' maps: the adapters'
+        per-example path); with ``grow`` unseen names get columns, after every value is checked."""
+        if grow and self.ordered != "arrival":
+            raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
+        items = self._items(x)
+        cols = self.columns
+        if grow:
+            new = [k for k, _ in items if k not in cols]
+            if new:
+                self.add(new)
+        out = np.zeros(len(self.names))
+        for k, v in items:
+            c = cols.get(k)
+            if c is not None:
+                out[c] = v
         return out
 
     def add(self, names):
@@ -113,18 +136,14 @@ class FeatureMap:
         self.columns = {k: i for i, k in enumerate(self.names)}
         return np.array([self.columns[k] for k in old], dtype=np.int64)
 
-    def row(self, values: dict, grow: bool = False, width: int | None = None) -> np.ndarray:
+    def row(self, values: dict, width: int | None = None) -> np.ndarray:
         """The float64 row of checked ``values`` (see :meth:`values`), ``width`` columns long
-        (default: the map's size); with ``grow`` unseen names get columns first ('arrival' only)."""
-        if grow:
-            if self.ordered != "arrival":
-                raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
-            self.add(values)
+        (default: the map's size); names not in the map are dropped."""
         out = np.zeros(len(self.names) if width is None else width)
-        cols = self.columns
+        n, cols = out.shape[0], self.columns
         for k, v in values.items():
             c = cols.get(k)
-            if c is not None and c < out.shape[0]:
+            if c is not None and c < n:
                 out[c] = v
         return out
 

@@ -96,9 +96,9 @@ def test_set_state_refuses_a_wrong_dtype_and_leaves_no_half_state(name):
 
 def test_feature_map_orders_and_label_map_encodes():
     fm = FeatureMap()
-    assert fm.row(fm.values({"b": 1, "a": 2.0}), grow=True).tolist() == [1.0, 2.0]
+    assert fm.encode({"b": 1, "a": 2.0}, grow=True).tolist() == [1.0, 2.0]
     with pytest.raises(ValueError):
-        fm.values({"c": float("nan")})
+        fm.encode({"c": 1.0, "d": float("nan")}, grow=True)
     assert len(fm) == 2  # the rejected example added nothing
     sm = FeatureMap(ordered="sorted")
     assert sm.add(["b", 2]).tolist() == [] and sm.names == [2, "b"]

@@ -65,13 +65,11 @@ class EngineAdapter:
     def _row(self, x: dict, grow: bool) -> np.ndarray:
         """The validated float64 row of ``x`` over the engine's features; with ``grow`` new features
         get columns (after every value is checked, so a rejected example changes nothing)."""
-        values = self._features.values(x)
-        if grow:
-            n_before = len(self._features)
-            self._features.add(values)
-            if len(self._features) != n_before:
-                self._engine.set_features(len(self._features), self._features.lookup)
-        return self._features.row(values, width=self._engine.n_features)
+        n_before = len(self._features)
+        row = self._features.encode(x, grow)
+        if len(self._features) != n_before:
+            self._engine.set_features(len(self._features), self._features.lookup)
+        return row
 
     # -- attributes -----------------------------------------------------------------------------
 
