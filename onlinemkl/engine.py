@@ -32,7 +32,8 @@ class Engine(Protocol):
     learners ``learn_many(rows, labels)``; see each engine's docstring).
 
     ``get_state()`` returns ``(params, arrays)``: a JSON-able dict of scalars and
-    a dict of numpy arrays.  ``set_state(params, arrays, strict=True)`` restores
+    a dict of numpy arrays (which may be the engine's own: read them, or copy
+    them before changing anything).  ``set_state(params, arrays, strict=True)`` restores
     them onto an engine built with the same constructor arguments, after
     checking every dtype, shape and index against the others and against the
     constructor arguments: a ``ValueError`` names the rule a corrupted or crafted
@@ -135,6 +136,15 @@ class EngineBase:
         """Keep the constructor arguments (pass ``locals()`` first thing in ``__init__``)."""
         self._init_args = init_args(self, args)
 
+    def set_lookup(self, lookup) -> None:
+        """Feature names -> columns, for kernel groups of names (a face's feature map).
+
+        Engines over a support buffer resolve groups when ``set_features`` gives
+        them the lookup; the mini-batch engines resolve them at every batch, from
+        the lookup kept here.  Not part of the state: the face sets it again after
+        unpickling.
+        """
+
     def get_state(self) -> tuple[dict, dict]:  # pragma: no cover - every engine overrides
         raise NotImplementedError
 
@@ -155,7 +165,7 @@ class BufferEngine(EngineBase):
     compiled kernels (``ck``): OBSCURE, online proximal MKL and the sequence labeller.
 
     ``_ROW_ARRAYS`` names the engine's own per-stored-example arrays, grown with
-    the buffer's rows; ``_istate``/``_i_n`` locate the number of stored examples.
+    the buffer's rows.
     """
 
     _ROW_ARRAYS: tuple = ()

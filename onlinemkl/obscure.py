@@ -103,8 +103,8 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     # -- validation ----------------------------------------------------------------------
 
     def _checked_params(self):
-        kernels, p = check_params(self.kernels, self.p, self.lam, self.C, self.eta, self.switch_after, self.budget,
-                                  self.eviction)
+        kernels, p = check_params(self.kernels, self.p, self.lam, self.C, self.eta, self.switch_after,
+                                  self.budget, self.eviction)
         check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
         check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True)
         check_choice("loss", self.loss, ("auto", "hinge", "multiclass_hinge"))

@@ -128,8 +128,8 @@ class WindowEngine(EngineBase):
 
     Protocol (:mod:`onlinemkl.engine`): ``learn_many(rows, targets)`` appends a
     batch to the window and runs the solver on it; ``predict_many(rows)``;
-    ``get_state``/``set_state``.  ``base.lookup`` (feature names -> columns, for
-    kernel groups of names) is set by the face that owns the feature map.
+    ``get_state``/``set_state``.  :meth:`set_lookup` (feature names -> columns,
+    for kernel groups of names) is called by the face that owns the feature map.
     """
 
     #: The arrays of the state, beside the base kernels' (subclasses).
@@ -146,6 +146,9 @@ class WindowEngine(EngineBase):
     @property
     def n_support(self) -> int:
         return int(self.Xw.shape[0])
+
+    def set_lookup(self, lookup) -> None:
+        self.base.lookup = lookup
 
     def check_columns(self, n_features: int) -> None:
         """Raise ``ValueError`` when the parameters do not fit ``n_features`` columns (kernel groups

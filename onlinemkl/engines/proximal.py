@@ -28,8 +28,8 @@ from ..engine import BufferEngine, check_finite, collect_arrays, normalised, res
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear, check_kernels, default_regression_kernels
 
-__all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
-           "settings", "classifier_engine", "regressor_engine"]
+__all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
+           "REGRESSION_LOSSES", "settings", "classifier_engine", "regressor_engine"]
 
 REGULARIZERS = {
     "sq_l21": _cp.PROX_SQ_L21,

@@ -50,10 +50,8 @@ class EngineAdapter:
         self._link()
 
     def _link(self) -> None:
-        """Connect the engine to the feature map where it resolves groups of names lazily."""
-        base = getattr(self._engine, "base", None)
-        if base is not None:
-            base.lookup = self._features.lookup
+        """Give the engine the feature map's lookup (for kernel groups of feature names)."""
+        self._engine.set_lookup(self._features.lookup)
 
     def __setstate__(self, state):
         # the engine unpickles through its protocol state, which holds no reference to the feature map

@@ -13,6 +13,7 @@ from ..engines.obscure import ObscureEngine, check_params, stream_step
 from ..features import FeatureMap, LabelMap
 from ._base import EngineAdapter, softmax_dict
 
+
 class OBSCUREClassifier(EngineAdapter, base.Classifier):
     """OBSCURE multiple kernel classifier for river streams (dict in, label out).
 
