@@ -57,8 +57,8 @@ class EngineEstimator(BaseEstimator):
     """Base of the array-API estimators: a fitted estimator holds ``_engine`` and ``n_features_in_``.
 
     Subclasses define ``_new_engine(...)`` (a fresh engine from the parameters,
-    validating them) and may add learnt state beside the engine's with
-    ``_face_state``/``_restore_face``.
+    validating them) and may keep learnt state beside the engine's with
+    ``_face_state`` (what to save) and ``_face_attrs`` (what to restore).
     """
 
     # -- input ------------------------------------------------------------------------------
