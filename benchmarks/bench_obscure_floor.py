@@ -43,7 +43,7 @@ from onlinemkl import OBSCUREClassifier, _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
 from onlinemkl._core import obscure as co  # noqa: E402
 from onlinemkl.kernels import RBF, Linear, Polynomial  # noqa: E402
-from onlinemkl.obscure import ObscureEngine, default_p  # noqa: E402
+from onlinemkl.engines.obscure import ObscureEngine, default_p  # noqa: E402
 
 KERNELS = (RBF(gamma_scale=0.1), RBF(gamma_scale=1.0), RBF(gamma_scale=10.0), Linear(), Polynomial(degree=2))
 N_CLASSES = 3

@@ -39,8 +39,9 @@ from _common import best_time, markdown_table, single_thread_blas, write_report 
 
 from onlinemkl import _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
+from onlinemkl._core import scores as cs  # noqa: E402
 from onlinemkl.kernels import default_kernels  # noqa: E402
-from onlinemkl.obscure import ObscureEngine, default_p  # noqa: E402
+from onlinemkl.engines.obscure import ObscureEngine, default_p  # noqa: E402
 
 N_CLASSES = 3
 
@@ -133,14 +134,14 @@ def parallel_rows(ns, dims, repeat):
                 ck.kernel_row_parallel(*args, out)
 
             def learn_s():
-                ck.kernel_scores(*args, b.coef, b.ypos, b.yneg, g)
+                cs.kernel_scores(*args, b.coef, b.ypos, b.yneg, g)
 
             def learn_p():
-                ck.kernel_scores_parallel(*args, b.coef, b.ypos, b.yneg, g)
+                cs.kernel_scores_parallel(*args, b.coef, b.ypos, b.yneg, g)
 
             def learn_k():
                 ck.kernel_row_parallel(*args, out)
-                ck.accumulate_scores(out, n, b.coef, b.ypos, b.yneg, g)
+                cs.accumulate_scores(out, n, b.coef, b.ypos, b.yneg, g)
 
             for f in (row_s, row_p, learn_s, learn_p, learn_k):
                 f()

@@ -89,7 +89,7 @@ def time_evicting_learn(ev, x, n, repeat):
         while count < (reps or 3):
             label = int(np.argmin(ev.scores_one(x)))
             t0 = time.perf_counter()
-            out = ev.learn(x, label, 0.0)
+            out = ev.learn(x, label)
             total += time.perf_counter() - t0
             count += 1
             assert out[2] and ev.n_support == n
@@ -117,7 +117,7 @@ def floor_table(sizes, dims, repeat):
 
             def learn():
                 eng.istate[cf.I_N] = n
-                out = eng.learn(x, 0, 0.0)
+                out = eng.learn(x, 0)
                 assert out[2]
 
             t_scores = time_per_call(scores, repeat)
@@ -171,7 +171,7 @@ def main(argv=None):
     suffix = "_quick" if args.quick else ""
     # warm up the compiled functions
     eng = build_engine(50, 16)
-    eng.learn(np.zeros(16), 0, 0.0)
+    eng.learn(np.zeros(16), 0)
     rows = floor_table(sizes, [16, 128], repeat)
     write_report(f"proximal_floor{suffix}", rows, title="Online proximal MKL: per-example cost vs the memory floor",
                  notes="5 kernels (default set) on one feature group, 3 outputs, squared l2,1; times in "

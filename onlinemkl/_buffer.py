@@ -14,23 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core import buffer as _cb
+
 ARRAY_FIELDS = ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp")
 
 
-class RefreshRowCachesOnUnpickle:
-    """Engine mixin (an engine has ``buf``, ``ck`` and ``n_support``): after unpickling or
-    ``copy.deepcopy``, the buffer's per-row caches (squared group norms and diagonals) are
-    recomputed from the stored rows, as a restored file's are.  They are derived data, and a
-    pickle from an older version may hold them in an older form (raw diagonals of normalised
-    kernels, before ``stored_diag``).  The recomputation gives the same bits as the originals.
-    """
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        b = self.buf
-        if not (b.ssq.flags.writeable and b.sdiag.flags.writeable):  # e.g. joblib's read-only memory maps
-            b.ssq, b.sdiag = b.ssq.copy(), b.sdiag.copy()
-        self.ck.refresh_row_caches(b.S, self.n_support, b.ssq, b.sdiag)
+#: A full buffer's eviction policies (the ``eviction`` parameter) and their codes in compiled code.
+EVICTION = {"oldest": _cb.EVICT_OLDEST, "least_impact": _cb.EVICT_LEAST_IMPACT}
 
 
 class SupportBuffer:

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
 import numpy as np
+
+
+def init_args(obj, args: dict) -> dict:
+    """The constructor arguments of ``obj``'s class picked from ``args`` (``locals()`` in ``__init__``)."""
+    names = inspect.signature(type(obj).__init__).parameters
+    return {k: args[k] for k in names if k != "self"}
+
+
+def store_params(obj, args: dict) -> None:
+    """Keep each constructor argument as the attribute of the same name (the scikit-learn and
+    river convention ``get_params``, cloning and :mod:`onlinemkl.persist` rely on); call first
+    thing in ``__init__`` with ``locals()``."""
+    for k, v in init_args(obj, args).items():
+        setattr(obj, k, v)
 
 
 def check_number(name, value, *, low=None, high=None, low_open=False, high_open=False, integer=False,
@@ -32,6 +47,23 @@ def check_choice(name, value, choices):
     return value
 
 
+def float_array(name, value) -> np.ndarray:
+    """``value`` as a float64 array; complex values are a ``ValueError`` and non-numeric ones a
+    ``TypeError``/``ValueError`` (as numpy raises them), each naming ``name``."""
+    try:
+        A = np.asarray(value)
+        if A.dtype.kind == "c":
+            raise ValueError(f"{name}: Complex data not supported; {name} holds complex numbers, pass real ones "
+                             f"(e.g. {name}.real)")
+        return A.astype(np.float64, copy=False)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be numeric (float-convertible): {exc}") from None
+    except ValueError as exc:
+        if "Complex" in str(exc):
+            raise
+        raise ValueError(f"{name} must be numeric (float-convertible): {exc}") from None
+
+
 def check_rows(X, name="X", n_features=None, owner="the model"):
     """A finite float64 C-contiguous 2-D array; errors say what is wrong and where.
 
@@ -41,18 +73,7 @@ def check_rows(X, name="X", n_features=None, owner="the model"):
     if hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
         raise TypeError(f"{name} is a scipy sparse matrix; sparse input is not supported: pass a dense "
                         f"array ({name}.toarray()), or use a river adapter with dict features")
-    try:
-        A = np.asarray(X)
-        if A.dtype.kind == "c":
-            raise ValueError(f"{name}: Complex data not supported; {name} holds complex numbers, pass real ones "
-                             f"(e.g. {name}.real)")
-        A = A.astype(np.float64, copy=False)
-    except TypeError as exc:
-        raise TypeError(f"{name} must be numeric (float-convertible): {exc}") from None
-    except ValueError as exc:
-        if "Complex" in str(exc):
-            raise
-        raise ValueError(f"{name} must be numeric (float-convertible): {exc}") from None
+    A = float_array(name, X)
     if A.ndim == 1:
         raise ValueError(
             f"{name} must be 2-D (n_samples, n_features); got a 1-D array of shape {A.shape}. "

@@ -107,21 +107,22 @@ A learner class plugs in with one :func:`register` call (or a line in
     def _set_state(self, state: dict, arrays: dict[str, numpy.ndarray]) -> None:
         '''Restore onto a fresh instance built from the saved parameters.'''
 
+Every onlinemkl learner has them from its face's base
+(:class:`onlinemkl.sklearn.EngineEstimator`,
+:class:`onlinemkl.river._base.EngineAdapter`), written once over the engine
+protocol (:mod:`onlinemkl.engine`): the engine's ``get_state()`` plus what the
+face keeps (feature names, labels, ``classes_``).
+
 * The constructor parameters are read from the attributes named like the
   ``__init__`` arguments (the scikit-learn and river convention) and passed
   back to the constructor on load.
 * ``state`` is a dict of JSON-like values (see above); ``arrays`` maps names
   (letters, digits, ``._-``) to numpy arrays.  On load the arrays are fresh,
   writable, C-contiguous copies.
-* ``_set_state`` must check what it restores (dtypes, shapes, index ranges:
-  :func:`restore_arrays` does the dtype and rank part) and raise
-  ``ValueError`` on anything inconsistent; the loader reports it with the
-  file name.
+* ``_set_state`` must check what it restores (dtypes, shapes, index ranges)
+  and raise ``ValueError`` on anything inconsistent; the loader reports it
+  with the file name.
 * An unfitted estimator returns ``({"fitted": False}, {})`` or similar.
-
-:func:`collect_arrays` and :func:`restore_arrays` read and write arrays given
-by dotted attribute paths (``"buf.S"``), for engines that keep their state as
-numpy attributes.
 """
 
 from __future__ import annotations
@@ -132,7 +133,6 @@ import importlib
 import inspect
 import io
 import json
-import math
 import os
 import re
 import tempfile
@@ -141,6 +141,8 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from ._json_values import decode_value, encode_value
 
 __all__ = [
     "FORMAT_NAME",
@@ -151,8 +153,6 @@ __all__ = [
     "load_with_meta",
     "register",
     "registered_name",
-    "collect_arrays",
-    "restore_arrays",
 ]
 
 FORMAT_NAME = "onlinemkl-model"
@@ -170,137 +170,6 @@ MAX_META_BYTES = 64 << 20
 
 class ModelFileError(ValueError):
     """A model file that cannot be read: truncated, corrupted, of a newer format, or inconsistent."""
-
-
-# ----------------------------------------------------------------------------------------
-# JSON values with their types
-
-
-def encode_value(value, what: str = "value"):
-    """A JSON-representable form of ``value`` (see the module docstring for the tags).
-
-    >>> encode_value((1, "a", None))
-    {'$type': 'tuple', 'items': [1, 'a', None]}
-    >>> decode_value(encode_value({"a": [1.5, float("inf")], 2: True})) == {"a": [1.5, float("inf")], 2: True}
-    True
-    """
-    from .kernels import Kernel
-
-    if value is None or isinstance(value, (bool, np.bool_)):
-        return None if value is None else bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        if math.isfinite(f):
-            return f
-        return {"$type": "float", "value": "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")}
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, tuple):
-        return {"$type": "tuple", "items": [encode_value(v, what) for v in value]}
-    if isinstance(value, list):
-        return [encode_value(v, what) for v in value]
-    if isinstance(value, Kernel):
-        out = {"$type": "kernel", "kind": type(value).__name__}
-        for f in dataclasses.fields(value):
-            out[f.name] = encode_value(getattr(value, f.name), f"{what} (kernel field {f.name})")
-        return out
-    if isinstance(value, dict):
-        if all(isinstance(k, str) and not k.startswith("$") for k in value):
-            return {str(k): encode_value(v, what) for k, v in value.items()}
-        return {"$type": "dict", "items": [[encode_value(k, what), encode_value(v, what)] for k, v in value.items()]}
-    raise TypeError(
-        f"{what}: {value!r} (type {type(value).__name__}) cannot be stored in a model file; model files hold "
-        "None, bool, int, float, str, tuples and lists of them, and kernels (see onlinemkl.persist)"
-    )
-
-
-def _kernel_kinds() -> dict:
-    from . import kernels
-
-    out = {}
-    for name in kernels.__all__:
-        obj = getattr(kernels, name)
-        if isinstance(obj, type) and issubclass(obj, kernels.Kernel) and obj is not kernels.Kernel:
-            out[name] = obj
-    return out
-
-
-def decode_value(obj):
-    """The Python value of an :func:`encode_value` form."""
-    if isinstance(obj, list):
-        return [decode_value(v) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    tag = obj.get("$type")
-    if tag is None:
-        return {k: decode_value(v) for k, v in obj.items()}
-    if tag == "tuple":
-        return tuple(decode_value(v) for v in obj["items"])
-    if tag == "float":
-        v = obj["value"]
-        if v not in ("nan", "inf", "-inf"):
-            raise ValueError(f"bad float value {v!r}")
-        return float(v)
-    if tag == "dict":
-        return {_hashable(decode_value(k)): decode_value(v) for k, v in obj["items"]}
-    if tag == "kernel":
-        kinds = _kernel_kinds()
-        kind = obj.get("kind")
-        if kind not in kinds:
-            raise ValueError(f"unknown kernel kind {kind!r} (this onlinemkl knows {sorted(kinds)})")
-        fields = {k: decode_value(v) for k, v in obj.items() if k not in ("$type", "kind")}
-        return kinds[kind](**fields)
-    raise ValueError(f"unknown tagged value {tag!r}")
-
-
-def _hashable(v):
-    if isinstance(v, list):
-        raise ValueError(f"a dict key is a list ({v!r}); keys must be hashable")
-    return v
-
-
-# ----------------------------------------------------------------------------------------
-# Arrays by attribute path (helpers for _get_state / _set_state)
-
-
-def _get_path(obj, path: str):
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def collect_arrays(obj, names) -> dict:
-    """``{name: obj.<name>}`` for dotted attribute paths (``"buf.S"``).
-
-    >>> import types, numpy as np
-    >>> o = types.SimpleNamespace(a=np.zeros(2), inner=types.SimpleNamespace(b=np.ones(3)))
-    >>> sorted(collect_arrays(o, ["a", "inner.b"]))
-    ['a', 'inner.b']
-    """
-    return {name: _get_path(obj, name) for name in names}
-
-
-def restore_arrays(obj, arrays: dict, names) -> None:
-    """Set ``obj.<name> = arrays[name]`` for dotted paths, checking each against the current attribute.
-
-    The saved array must exist and have the current attribute's dtype and
-    number of dimensions (shapes are the caller's to check: they depend on the
-    state).  Raises ``ValueError`` naming the array otherwise.
-    """
-    for name in names:
-        if name not in arrays:
-            raise ValueError(f"array {name!r} is missing")
-        new = arrays[name]
-        cur = _get_path(obj, name)
-        if not isinstance(new, np.ndarray) or new.dtype != cur.dtype or new.ndim != cur.ndim:
-            got = f"{new.dtype}, {new.ndim}-D" if isinstance(new, np.ndarray) else type(new).__name__
-            raise ValueError(f"array {name!r} is {got}; expected {cur.dtype}, {cur.ndim}-D")
-    for name in names:
-        *head, last = name.split(".")
-        owner = _get_path(obj, ".".join(head)) if head else obj
-        setattr(owner, last, np.array(arrays[name], order="C", copy=True))
 
 
 # ----------------------------------------------------------------------------------------
@@ -383,7 +252,7 @@ _BUILTIN = [
     _Entry("onlinemkl.OBSCUREClassifier", "onlinemkl.obscure:OBSCUREClassifier"),
     _Entry("onlinemkl.river.OBSCUREClassifier", "onlinemkl.river._obscure:OBSCUREClassifier"),
     _Entry("onlinemkl.SequenceMKLLabeler", "onlinemkl.sequence:SequenceMKLLabeler"),
-    *(_Entry(f"onlinemkl{pre}.{c}", f"onlinemkl{mod}:{c}") for pre, mod, c in (("", ".polymkl", "PolyMKLRegressor"), ("", ".nonlinear", "NonlinearKRRRegressor"), (".river", ".river._minibatch", "PolyMKLRegressor"), (".river", ".river._minibatch", "NonlinearKRRRegressor"))),  # noqa: E501
+    *(_Entry(f"onlinemkl{pre}.{c}", f"onlinemkl{mod}:{c}") for pre, mod, c in (("", ".polymkl", "PolyMKLRegressor"), ("", ".nonlinear", "NonlinearKRRRegressor"), (".river", ".river._polymkl", "PolyMKLRegressor"), (".river", ".river._nonlinear", "NonlinearKRRRegressor"))),  # noqa: E501
     _Entry("onlinemkl.ProximalMKLClassifier", "onlinemkl.proximal:ProximalMKLClassifier"),
     _Entry("onlinemkl.ProximalMKLRegressor", "onlinemkl.proximal:ProximalMKLRegressor"),
     _Entry("onlinemkl.river.ProximalMKLClassifier", "onlinemkl.river._proximal:ProximalMKLClassifier"),

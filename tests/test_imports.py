@@ -46,3 +46,36 @@ def test_every_public_name_resolves_and_unknown_names_raise(module):
     from onlinemkl import OBSCUREClassifier  # the from-import form
 
     assert OBSCUREClassifier.__name__ == "OBSCUREClassifier"
+
+
+ADAPTERS = {
+    "OBSCUREClassifier": ("obscure", "m.learn_one(x, i % 2)"),
+    "ProximalMKLClassifier": ("proximal", "m.learn_one(x, i % 2)"),
+    "ProximalMKLRegressor": ("proximal", "m.learn_one(x, float(i))"),
+    "PolyMKLRegressor": ("polymkl", "m.learn_one(x, float(i))"),
+    "NonlinearKRRRegressor": ("nonlinear", "m.learn_one(x, float(i))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_river_adapters_import_neither_sklearn_nor_other_learners(name):
+    """Each river adapter, learning and predicting, loads no scikit-learn and no other learner's engine
+    or adapter (river itself imports part of scikit-learn only through river.preprocessing)."""
+    own, learn = ADAPTERS[name]
+    out = _run(
+        "import sys\n"
+        f"from onlinemkl.river import {name}\n"
+        f"m = {name}()\n"
+        "for i in range(40):\n"
+        "    x = {'a': float(i % 3), 'b': -float(i % 2)}\n"
+        f"    {learn}\n"
+        "m.predict_one({'a': 1.0, 'b': 0.0})\n"
+        "print(sorted(k for k in sys.modules if k == 'sklearn' or k.startswith(('sklearn.', 'onlinemkl.engines.',"
+        " 'onlinemkl.river._'))))\n"
+    )
+    loaded = eval(out)
+    assert not [m for m in loaded if m.startswith("sklearn")]
+    engines = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("onlinemkl.engines.")}
+    assert engines <= {own, "_window"}, engines
+    adapters = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("onlinemkl.river._")}
+    assert adapters <= {"_base", "_" + own, "_minibatch"}, adapters

@@ -11,7 +11,7 @@ from onlinemkl import OBSCUREClassifier
 from onlinemkl._core import buffer as cb
 from onlinemkl._core import obscure as co
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
-from onlinemkl.obscure import ObscureEngine, default_eta, hinge_losses
+from onlinemkl.engines.obscure import ObscureEngine, default_eta, hinge_losses
 
 D = 6
 # The fit-path comparisons use all five too: fit's BLAS kernel matrices sum a BSpline group's squared

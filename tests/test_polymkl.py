@@ -100,7 +100,7 @@ def test_cg_warm_start_solves_and_saves_iterations():
 
 
 def test_dual_solve_falls_back_on_ill_conditioned_systems():
-    from onlinemkl.polymkl import dual_solve
+    from onlinemkl.engines.polymkl import dual_solve
 
     rng = np.random.default_rng(2)
     n = 40
@@ -172,7 +172,7 @@ def test_algorithm3_frequencies_match_enumerated_probabilities(mode, r, D):
 
 
 def test_uniform_multiset_sampler_is_uniform():
-    from onlinemkl.polymkl import _uniform_multiset
+    from onlinemkl.engines.polymkl import _uniform_multiset
 
     rng = np.random.default_rng(4)
     r, d, N = 4, 3, 20000
@@ -419,14 +419,14 @@ def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
-def test_state_from_before_the_ladder_columns_restores_the_same_model():
-    """A saved ``ck_params`` of the older 4-column layout: gammas restored, ladders derived again."""
+def test_state_with_parameter_rows_of_another_width_is_refused():
+    """``ck_params`` has one layout (with the ladder columns); narrower rows are inconsistent."""
     X, y = _data(n=60)
     kernels = (RBF(gamma_scale=0.5), RBF(gamma_scale=1.0), Linear(group=(0, 1)))
     m = PolyMKLRegressor(kernels=kernels, degree=2, n_iter=6, budget=25, random_state=1).fit(X[:40], y[:40])
     state, arrays = m._get_state()
     assert arrays["ck_params"].shape[1] == 8 and arrays["ck_params"][1, 4] == 2  # a ladder: k = 2
-    old = dict(arrays, ck_params=np.ascontiguousarray(arrays["ck_params"][:, :4]))
+    narrow = dict(arrays, ck_params=np.ascontiguousarray(arrays["ck_params"][:, :4]))
     m2 = PolyMKLRegressor(kernels=kernels, degree=2, n_iter=6, budget=25, random_state=1)
-    m2._set_state(state, old)
-    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    with pytest.raises(ValueError, match="ck_params must be float64 of shape"):
+        m2._set_state(state, narrow)

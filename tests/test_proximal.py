@@ -29,6 +29,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from onlinemkl._core import fobos as _cf
 from onlinemkl.kernels import RBF, Laplacian, Linear, Polynomial
 from onlinemkl.persist import load, save
+from onlinemkl.engines.proximal import settings
 from onlinemkl.proximal import ProximalMKLClassifier, ProximalMKLRegressor
 from onlinemkl.river import ProximalMKLClassifier as RiverClassifier
 from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
@@ -93,7 +94,7 @@ def _engine_and_reference(est, n_classes, regression):
     """The compiled engine of ``est`` and a reference built from the same settings."""
     eng = est._new_engine() if regression else est._new_engine(np.arange(n_classes))
     eng.set_features(D)
-    st = est._settings(None)
+    st = settings(est, regression, None)
     h = eng.hyper
     ref = MergingNaiveFobos(eng.ck.kernels, eng.explicit_groups, D, eng.n_outputs, int(h[_cf.H_LOSS]), int(h[_cf.H_PROX]),
                      h[_cf.H_LAM], h[_cf.H_PROX_PARAM], st["weights"], int(h[_cf.H_SCHEDULE]), h[_cf.H_ETA0],
@@ -144,7 +145,7 @@ def test_compiled_step_matches_reference(est, n_classes, n):
     n_zeroed = 0
     for i in range(n):
         yc, yv = (0, float(y[i])) if regression else (int(y[i]), 0.0)
-        loss, _, updated = eng.learn(X[i], yc, yv)
+        loss, _, updated = eng._step(X[i], yc, yv)
         loss_ref, updated_ref = ref.learn(X[i], yc, yv)
         assert updated == updated_ref, f"step {i}"
         assert _close(loss, loss_ref), f"step {i}: loss {loss} != {loss_ref}"
@@ -158,10 +159,10 @@ def test_compiled_step_matches_reference(est, n_classes, n):
         assert ref.n_merges > 0  # evictions merged into partners (one output: always possible)
     ref_scores = np.array([ref.scores(x) for x in Xt])
     ref_avg = np.array([ref.scores(x, average=True) for x in Xt])
-    assert _close(eng.scores_many(Xt), ref_scores)
+    assert _close(eng.scores_many(Xt, average=False), ref_scores)
     assert _close(eng.scores_many(Xt, average=True), ref_avg)
     for k, x in enumerate(Xt[:3]):  # the per-example compiled scoring path as well
-        assert _close(eng.scores_one(x), ref_scores[k])
+        assert _close(eng.scores_one(x, average=False), ref_scores[k])
         assert _close(eng.scores_one(x, average=True), ref_avg[k])
     if est.regularizer == "l21" and est.lam >= 0.5:
         assert n_zeroed > 0  # the zeroing path was exercised
@@ -187,7 +188,7 @@ def test_incremental_norms_and_lazy_scales_match_recomputation(eviction):
     eng = est._new_engine(np.arange(3))
     eng.set_features(D)
     for i in range(300):
-        eng.learn(X[i], int(y[i]), 0.0)
+        eng.learn(X[i], int(y[i]))
     assert eng.istate[_cf.I_EVICTIONS] > 100
     assert not np.allclose(eng.sigma, 1.0)  # lazy scales are in use
     assert _close(eng.theta_sq, eng.recompute_theta_sq())
@@ -202,8 +203,8 @@ def test_incremental_norms_and_lazy_scales_match_recomputation(eviction):
     assert _close(folded.scores_many(Xt, average=True), eng.scores_many(Xt, average=True), 1e-12)
     assert _close(folded.group_norms(), eng.group_norms(), 1e-12)
     for i in range(300, 400):  # and both continue alike
-        la = eng.learn(X[i], int(y[i]), 0.0)[0]
-        lb = folded.learn(X[i], int(y[i]), 0.0)[0]
+        la = eng.learn(X[i], int(y[i]))[0]
+        lb = folded.learn(X[i], int(y[i]))[0]
         assert _close(la, lb, 1e-10)
     assert _close(folded.group_norms(), eng.group_norms(), 1e-10)
     assert _close(eng.theta_sq, eng.recompute_theta_sq())
@@ -236,7 +237,7 @@ def test_current_and_averaged_models_match_recomputation_after_many_evictions(ev
     F = eng.n_kernels
     for i in range(500):
         yc, yv = (0, float(y[i])) if regression else (int(y[i]), 0.0)
-        eng.learn(X[i], yc, yv)
+        eng._step(X[i], yc, yv)
         ref.learn(X[i], yc, yv)
         if i % 50 == 49:
             n = eng.n_support
@@ -312,7 +313,7 @@ def test_batch_scores_in_small_blocks_match_the_per_example_pass(average):
     eng.set_features(D)
     X, y = _stream(2500, 0, True, seed=8)
     for i in range(2500):
-        eng.learn_regression(X[i], float(y[i]))
+        eng.learn(X[i], float(y[i]))
     assert eng.n_support > 2000
     Xt = np.random.default_rng(4).normal(size=(40, D))
     one = np.array([eng.scores_one(x, average=average) for x in Xt])
@@ -404,7 +405,7 @@ def test_regularised_online_loss_decreases_on_average():
     f = np.empty(n)
     for i in range(n):
         reg = 0.5 * eng.group_norms().sum() ** 2
-        loss = eng.learn(X[i], int(y[i]), 0.0)[0]
+        loss = eng.learn(X[i], int(y[i]))[0]
         f[i] = loss + lam * reg
     windows = f.reshape(8, -1).mean(axis=1)
     cumulative = np.cumsum(f) / np.arange(1, n + 1)

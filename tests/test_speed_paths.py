@@ -19,7 +19,8 @@ from onlinemkl import OBSCUREClassifier, _config
 from onlinemkl import obscure as _ob
 from onlinemkl._core import kernels as ck
 from onlinemkl._core import scores as cs
-from onlinemkl.kernels import RBF, BSpline, CompiledKernels, Laplacian, Linear, Polynomial, resolve_group_columns
+from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
+from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
 
 KERNEL_SETS = {
@@ -197,7 +198,7 @@ def test_river_predict_many_unfitted_and_unknown_columns():
 
 
 def test_river_row_fast_path_same_rules():
-    """The adapter's fast row builder keeps FeatureIndex's rules: bad values are rejected
+    """The adapter's fast row builder keeps the feature map's rules: bad values are rejected
     before any column is added, ints and bools read as floats."""
     model = RiverOBSCURE()
     model.learn_one({"a": 1, "b": True, "c": 0.5}, "u")
@@ -241,7 +242,8 @@ def test_scores_many_equals_scores_one_mixed_kernels(kset):
 def test_block_kernels_symmetric_equals_general():
     """``block_kernels(X, X)`` (symmetric product, half computed and mirrored) equals the
     general path on a copy of X, and the per-example kernel row."""
-    from onlinemkl.kernels import block_kernels, check_kernels
+    from onlinemkl.kernel_arrays import block_kernels
+    from onlinemkl.kernels import check_kernels
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(70, 7))

@@ -8,8 +8,9 @@ pipelines::
     from onlinemkl.river import OBSCUREClassifier
     model = preprocessing.StandardScaler() | OBSCUREClassifier()
 
-Adapters are imported on first use (PEP 562): the OBSCURE classifier does not
-import scikit-learn, so a river pipeline built on it starts faster.
+Adapters are imported on first use (PEP 562), each with its own engine only, and
+none imports scikit-learn, so a river pipeline starts faster.  Every adapter is
+a short declaration of its parameters over :class:`onlinemkl.river._base.EngineAdapter`.
 """
 
 import importlib
@@ -18,8 +19,8 @@ _LAZY = {
     "OBSCUREClassifier": "._obscure",
     "ProximalMKLClassifier": "._proximal",
     "ProximalMKLRegressor": "._proximal",
-    "PolyMKLRegressor": "._minibatch",
-    "NonlinearKRRRegressor": "._minibatch",
+    "PolyMKLRegressor": "._polymkl",
+    "NonlinearKRRRegressor": "._nonlinear",
 }
 
 __all__ = [

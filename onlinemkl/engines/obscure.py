@@ -1,11 +1,11 @@
-"""The OBSCURE engine: state and per-example steps, free of scikit-learn.
+"""The OBSCURE engine: state and per-example steps (Orabona, Jie & Caputo 2012).
 
 :class:`ObscureEngine` owns the state (plain numpy arrays) and makes exactly one
 compiled call per example; the two faces over it are the scikit-learn estimator
 (:class:`onlinemkl.OBSCUREClassifier`) and the river classifier
-(:class:`onlinemkl.river.OBSCUREClassifier`).  This module imports neither
-scikit-learn nor river, so a river pipeline starts without paying scikit-learn's
-import (~1 s of a cold start).
+(:class:`onlinemkl.river.OBSCUREClassifier`).  Like every engine it imports
+neither scikit-learn nor river, so a river pipeline starts without paying
+scikit-learn's import.
 """
 
 from __future__ import annotations
@@ -14,19 +14,18 @@ import math
 
 import numpy as np
 
-from . import _config
-from ._buffer import RefreshRowCachesOnUnpickle, SupportBuffer
-from ._core import buffer as _cb
-from ._core import kernels as _ck
-from ._core import scores as _cs
-from ._core import obscure as _co
-from ._validation import check_number
-from .kernels import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
+from .. import _config
+from .._buffer import EVICTION, SupportBuffer
+from .._core import kernels as _ck
+from .._core import obscure as _co
+from .._core import scores as _cs
+from .._validation import check_choice, check_number
+from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
+from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
+from ..kernels import check_kernels
 
-__all__ = ["ObscureEngine", "default_p", "default_eta", "EVICTION", "hinge_losses", "encode_labels",
+__all__ = ["ObscureEngine", "default_p", "default_eta", "EVICTION", "hinge_losses", "check_params",
            "AUTO_SWITCH_CLEAN_RUN", "check_switch_after", "stream_step"]
-
-EVICTION = {"oldest": _cb.EVICT_OLDEST, "least_impact": _cb.EVICT_LEAST_IMPACT}
 
 
 def default_p(n_kernels: int) -> float:
@@ -52,16 +51,36 @@ _NO_KT = np.zeros((0, 0, 0))
 _NO_SV = np.zeros(0, dtype=np.int64)
 
 
-class ObscureEngine(RefreshRowCachesOnUnpickle):
+def check_params(kernels, p, lam, C, eta, switch_after, budget, eviction):
+    """Validate the parameters both faces share; returns ``(kernels, p)`` with the defaults resolved."""
+    kernels = check_kernels(kernels)
+    p = default_p(len(kernels)) if p is None else check_number(
+        "p", p, low=1.0, high=2.0, low_open=True,
+        hint=" (OBSCURE needs 1 < p <= 2; use p close to 1, e.g. 1.01, for sparse kernel weights)")
+    check_number("lam", lam, low=0.0, low_open=True, allow_none=True)
+    check_number("C", C, low=0.0, low_open=True)
+    check_number("eta", eta, low=0.0, low_open=True, allow_none=True)
+    check_switch_after(switch_after)
+    check_number("budget", budget, low=1, integer=True, allow_none=True)
+    check_choice("eviction", eviction, tuple(EVICTION))
+    return kernels, p
+
+
+class ObscureEngine(BufferEngine):
     """The state and the per-example steps of OBSCURE (internal; use the estimators).
 
     State is plain numpy: the support buffer, the raw squared norms
     ``theta_sq``, and the small ``hyper``/``istate``/``fstate`` arrays that the
     compiled step reads and updates in place (indices in
     :mod:`onlinemkl._core.obscure`).
+
+    Protocol (:mod:`onlinemkl.engine`): ``learn(row, label)`` with ``label`` an
+    output index (multiclass) or +-1 (binary); ``scores_one(row)``,
+    ``scores_many(rows)``; ``get_state``/``set_state``.
     """
 
     def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0):
+        self._remember_init(locals())
         self.ck = CompiledKernels(kernels)
         F = self.ck.n_kernels
         self.p = float(p)
@@ -124,10 +143,6 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
             self.g = np.zeros((self.ck.n_kernels, cap))
             self.scores = np.zeros(cap)
 
-    def _core_args(self):
-        b = self.buf
-        return (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef) + self.ck.arrays()
-
     # -- per example ------------------------------------------------------------------
 
     def learn(self, x: np.ndarray, y: int):
@@ -188,8 +203,6 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
                 sv = np.zeros(b.capacity, dtype=np.int64)
                 sv[: state["sv"].shape[0]] = state["sv"]
                 state["sv"] = sv
-            if self.krow.shape[1] < b.capacity:
-                self.krow = np.zeros((self.ck.n_kernels, b.capacity))
             return self._run(order, X, yi, Kt, state["sv"], _co.FROM_MATRIX)[0]
 
         def train_scores():
@@ -210,6 +223,7 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         return run
 
     def scores_one(self, x: np.ndarray) -> np.ndarray:
+        """The output scores of one row (no update)."""
         self._step(x, 0, _co.PREDICT)
         return self.scores[: self.n_outputs].copy()
 
@@ -219,9 +233,7 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         """Normalised ``||w^j||`` (sums to 1; uniform before any update)."""
         a = np.empty(self.ck.n_kernels)
         _co.mirror_weights(self.theta_sq, self.q, a)
-        w = a * np.sqrt(np.maximum(self.theta_sq, 0.0))
-        s = w.sum()
-        return w / s if s > 0 else np.full_like(w, 1.0 / w.size)
+        return normalised(a * np.sqrt(np.maximum(self.theta_sq, 0.0)))
 
     def coefficient_matrix(self) -> np.ndarray:
         """Per stored example, its coefficient on each output: ``(n_support, n_outputs)``."""
@@ -283,54 +295,44 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         return _co.theta_sq_from_buffer(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, self.n_support,
                                         *self.ck.arrays(), max(self.n_outputs, 1))
 
-    # -- persistence (the onlinemkl.persist protocol) -------------------------------------
+    # -- state (the onlinemkl.engine protocol) ------------------------------------------
 
-    @staticmethod
-    def _state_array_names():
-        """The arrays a saved engine holds (dotted paths); ``krow`` is scratch and is not saved."""
-        return ("hyper", "istate", "fstate", "theta_sq", "g", "scores",
-                "buf.S", "buf.ssq", "buf.sdiag", "buf.ypos", "buf.yneg", "buf.coef", "buf.tstamp",
-                "ck.codes", "ck.params", "ck.kgroup", "ck.granges", "ck.gptr", "ck.gl1")
+    #: The arrays of the state (dotted paths); ``krow`` is scratch and is not saved.
+    _STATE_ARRAYS = ("hyper", "istate", "fstate", "theta_sq", "g", "scores") + BufferEngine._BUFFER_ARRAYS \
+        + BufferEngine._KERNEL_ARRAYS
 
-    def _get_state(self):
-        """``(state, arrays)``: every array of the state, and the scalars beside them."""
-        from .persist import collect_arrays
+    def get_state(self):
+        """``(params, arrays)``: every array of the state, and the scalars beside them."""
+        params = {"n_features": int(self.n_features), "p": self.p, "C": self.C,
+                  "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape)}
+        return params, collect_arrays(self, self._STATE_ARRAYS)
 
-        state = {"n_features": int(self.n_features), "p": self.p, "C": self.C,
-                 "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape)}
-        return state, collect_arrays(self, self._state_array_names())
-
-    def _set_state(self, state, arrays):
-        """Restore a saved state onto an engine built with the same parameters.
+    def set_state(self, params, arrays, strict=True):
+        """Restore a state onto an engine built with the same parameters.
 
         Every shape and index is checked against the others, so that the
         compiled code never reads or writes out of bounds: a ``ValueError``
-        says which rule a (corrupted or crafted) state breaks.
+        says which rule a (corrupted or crafted) state breaks.  (``strict``: see
+        :class:`onlinemkl.engine.Engine`; OBSCURE's rules are all structural.)
         """
-        from .persist import restore_arrays
-
-        if float(state["p"]) != self.p:
-            raise ValueError(f"the saved p={state['p']!r} differs from the parameters' p={self.p!r}")
-        restore_arrays(self, arrays, self._state_array_names())
-        self.n_features = int(state["n_features"])
-        self.C = float(state["C"])
-        self.ck._resolved = bool(state["kernels_resolved"])
-        krow_shape = tuple(int(v) for v in state["krow_shape"])
+        if float(params["p"]) != self.p:
+            raise ValueError(f"the saved p={params['p']!r} differs from the parameters' p={self.p!r}")
+        restore_arrays(self, arrays, self._STATE_ARRAYS)
+        self.n_features = int(params["n_features"])
+        self.C = float(params["C"])
+        self.ck._resolved = bool(params["kernels_resolved"])
+        krow_shape = tuple(int(v) for v in params["krow_shape"])
         if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or krow_shape[1] < 0:
             raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels")
         self.krow = np.zeros(krow_shape)
         self._check_state()
-        self.ck.refresh_row_caches(self.buf.S, self.n_support, self.buf.ssq, self.buf.sdiag)
+        self._refresh_row_caches()
 
     def _check_state(self):
         """Raise ``ValueError`` unless the arrays are consistent with each other and with the kernels."""
-        F, G = self.ck.n_kernels, self.ck.n_groups
+        F = self.ck.n_kernels
         b, ck, h = self.buf, self.ck, self.hyper
-
-        def need(ok, rule):
-            if not ok:
-                raise ValueError(f"inconsistent OBSCURE state: {rule}")
-
+        need = state_rule("OBSCURE")
         for name, arr, shape in (("hyper", h, (_co.N_HYPER,)), ("istate", self.istate, (_co.N_ISTATE,)),
                                  ("fstate", self.fstate, (_co.N_FSTATE,)), ("theta_sq", self.theta_sq, (F,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
@@ -341,15 +343,8 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         need(h[_co.H_POLICY] in tuple(EVICTION.values()), f"unknown eviction code {h[_co.H_POLICY]!r}")
         budget = 0 if b.budget is None else b.budget
         need(h[_co.H_BUDGET] == budget, f"budget {h[_co.H_BUDGET]!r} differs from the parameter {b.budget!r}")
-        cap, dcap = b.S.shape
-        for name, arr, shape in (("buf.ssq", b.ssq, (cap, G)), ("buf.sdiag", b.sdiag, (cap, F)),
-                                 ("buf.ypos", b.ypos, (cap,)), ("buf.yneg", b.yneg, (cap,)),
-                                 ("buf.coef", b.coef, (cap, 1)), ("buf.tstamp", b.tstamp, (cap,))):
-            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
-        need(cap >= 1 and (budget == 0 or cap <= budget), f"buffer capacity {cap} exceeds the budget {budget}")
+        self._check_buffer(need, 1)
         n = self.n_support
-        need(0 <= n <= cap, f"{n} stored examples in a buffer of {cap} rows")
-        need(0 <= self.n_features <= dcap, f"{self.n_features} features in a buffer of {dcap} columns")
         C = self.scores.shape[0]
         need(C >= 1 and self.g.shape == (F, C), f"g {self.g.shape} and scores {self.scores.shape} disagree")
         n_class = h[_co.H_NCLASS]
@@ -357,12 +352,7 @@ class ObscureEngine(RefreshRowCachesOnUnpickle):
         n_out = max(self.n_outputs, 1)
         need(bool(np.all((b.ypos[:n] >= 0) & (b.ypos[:n] < n_out))), "a stored example's class is out of range")
         need(bool(np.all((b.yneg[:n] >= -1) & (b.yneg[:n] < n_out))), "a stored example's rival is out of range")
-        r = ck.granges
-        need(r.ndim == 2 and r.shape[1] == 2, f"ck.granges has shape {r.shape}")
-        need(bool(np.all((r[:, 0] >= 0) & (r[:, 0] <= r[:, 1]) & (r[:, 1] <= self.n_features))),
-             "a feature group's columns are out of range")
-        p = ck.gptr
-        need(p[0] == 0 and p[-1] == r.shape[0] and bool(np.all(np.diff(p) >= 0)), "ck.gptr is not a valid index")
+        self._check_groups(ck, need)
 
 
 def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndarray:
@@ -376,26 +366,12 @@ def hinge_losses(scores: np.ndarray, y_idx: np.ndarray, binary: bool) -> np.ndar
     return np.maximum(0.0, 1.0 - (sy - s.max(axis=1)))
 
 
-def encode_labels(y, classes, binary):
-    """Labels -> output indices (multiclass) or +-1 (binary); unknown labels are an error."""
-    idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
-    unknown = classes[idx] != y
-    if np.any(unknown):
-        bad = y[np.argmax(unknown)]
-        raise ValueError(
-            f"y contains the label {bad!r}, which is not among the declared classes {classes.tolist()}; "
-            "declare every label with partial_fit(X, y, classes=...) on the first call"
-        )
-    if binary:
-        return np.where(idx == 1, 1, -1).astype(np.int64)
-    return idx.astype(np.int64)
-
-
 #: ``switch_after='auto'``: stage 2 starts after this many consecutive examples without a margin error.
 AUTO_SWITCH_CLEAN_RUN = 500
 
 
 def check_switch_after(value):
+    """``switch_after``: an int >= 1, 'auto' or None."""
     if value is None or value == "auto":
         return value
     return check_number("switch_after", value, low=1, integer=True,

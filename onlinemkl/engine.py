@@ -1,0 +1,219 @@
+"""The learner protocol: one small surface that every engine has.
+
+An *engine* owns a learner's state as plain numpy arrays and makes one compiled
+call per example (or per mini-batch).  Everything else is written once
+against this surface: persistence (:mod:`onlinemkl.persist`), pickling and
+``copy``, the river adapters (:mod:`onlinemkl.river`) and the scikit-learn
+estimators (:mod:`onlinemkl.sklearn`).  The engines live in
+:mod:`onlinemkl.engines`, one module per learner; none imports scikit-learn or
+river.
+
+A learner's state as ``(params, arrays)`` is complete: an engine built with
+the same constructor arguments and given that state predicts bit for bit like
+the original and continues learning identically.  That is what model files
+hold, what pickles hold, and what a distributed merge will combine.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ._validation import init_args
+
+__all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
+           "normalised"]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What every engine offers (the online learners also ``learn(row, label)``, the mini-batch
+    learners ``learn_many(rows, labels)``; see each engine's docstring).
+
+    ``get_state()`` returns ``(params, arrays)``: a JSON-able dict of scalars and
+    a dict of numpy arrays (which may be the engine's own: read them, or copy
+    them before changing anything).  ``set_state(params, arrays, strict=True)`` restores
+    them onto an engine built with the same constructor arguments, after
+    checking every dtype, shape and index against the others and against the
+    constructor arguments: a ``ValueError`` names the rule a corrupted or crafted
+    state breaks, so that compiled code never reads or writes out of bounds.
+    ``strict`` also checks the values (finite numbers, positive scales), as a
+    model file needs; a pickle or copy of a live engine restores whatever it
+    held, a diverged model included.
+
+    The per-example methods are named ``scores_one``/``scores_many`` (not
+    ``scores``): ``scores`` is the score buffer the engines hand to compiled code.
+    """
+
+    n_features: int
+
+    def get_state(self) -> tuple[dict, dict]: ...
+
+    def set_state(self, params: dict, arrays: dict, strict: bool = True) -> None: ...
+
+
+def state_rule(learner: str):
+    """``need(ok, rule)``: raise ``ValueError("inconsistent <learner> state: <rule>")`` unless ``ok``."""
+
+    def need(ok, rule):
+        if not ok:
+            raise ValueError(f"inconsistent {learner} state: {rule}")
+
+    return need
+
+
+def normalised(w: np.ndarray) -> np.ndarray:
+    """``w / sum(w)``, uniform when the sum is 0 (kernel weights before any update)."""
+    s = w.sum()
+    return w / s if s > 0 else np.full_like(w, 1.0 / w.size)
+
+
+# ----------------------------------------------------------------------------------------
+# Arrays by attribute path
+
+
+def _get_path(obj, path: str):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def collect_arrays(obj, names) -> dict:
+    """``{name: obj.<name>}`` for dotted attribute paths (``"buf.S"``).
+
+    >>> import types, numpy as np
+    >>> o = types.SimpleNamespace(a=np.zeros(2), inner=types.SimpleNamespace(b=np.ones(3)))
+    >>> sorted(collect_arrays(o, ["a", "inner.b"]))
+    ['a', 'inner.b']
+    """
+    return {name: _get_path(obj, name) for name in names}
+
+
+def restore_arrays(obj, arrays: dict, names) -> None:
+    """Set ``obj.<name> = arrays[name]`` for dotted paths, checking each against the current attribute.
+
+    The saved array must exist and have the current attribute's dtype and
+    number of dimensions (shapes are the caller's to check: they depend on the
+    state).  Raises ``ValueError`` naming the array otherwise.  The attributes
+    become writable C-contiguous copies.
+    """
+    for name in names:
+        if name not in arrays:
+            raise ValueError(f"array {name!r} is missing")
+        new = arrays[name]
+        cur = _get_path(obj, name)
+        if not isinstance(new, np.ndarray) or new.dtype != cur.dtype or new.ndim != cur.ndim:
+            got = f"{new.dtype}, {new.ndim}-D" if isinstance(new, np.ndarray) else type(new).__name__
+            raise ValueError(f"array {name!r} is {got}; expected {cur.dtype}, {cur.ndim}-D")
+    for name in names:
+        *head, last = name.split(".")
+        owner = _get_path(obj, ".".join(head)) if head else obj
+        setattr(owner, last, np.array(arrays[name], order="C", copy=True))
+
+
+def check_finite(obj, names, need) -> None:
+    """``need`` every array at the dotted ``names`` to hold finite values only."""
+    for name in names:
+        need(bool(np.all(np.isfinite(_get_path(obj, name)))), f"{name} holds NaN or infinite values")
+
+
+# ----------------------------------------------------------------------------------------
+# Shared engine machinery
+
+
+class EngineBase:
+    """Pickling and ``copy`` through the protocol, for every engine.
+
+    An engine remembers its constructor arguments (:meth:`_remember_init`); a
+    pickle holds them and :meth:`get_state`, and unpickling builds a fresh
+    engine and calls :meth:`set_state`, so a pickle's structure is checked and
+    its derived caches recomputed as a model file's are (its values are not
+    judged: ``strict=False``).
+    """
+
+    def _remember_init(self, args: dict) -> None:
+        """Keep the constructor arguments (pass ``locals()`` first thing in ``__init__``)."""
+        self._init_args = init_args(self, args)
+
+    def set_lookup(self, lookup) -> None:
+        """Feature names -> columns, for kernel groups of names (a face's feature map).
+
+        Engines over a support buffer resolve groups when ``set_features`` gives
+        them the lookup; the mini-batch engines resolve them at every batch, from
+        the lookup kept here.  Not part of the state: the face sets it again after
+        unpickling.
+        """
+
+    def get_state(self) -> tuple[dict, dict]:  # pragma: no cover - every engine overrides
+        raise NotImplementedError
+
+    def set_state(self, params: dict, arrays: dict, strict: bool = True) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def __getstate__(self):
+        params, arrays = self.get_state()
+        return {"init": self._init_args, "params": params, "arrays": arrays}
+
+    def __setstate__(self, state):
+        self.__init__(**state["init"])
+        self.set_state(state["params"], state["arrays"], strict=False)
+
+
+class BufferEngine(EngineBase):
+    """Engines over a support buffer (``buf``, a :class:`onlinemkl._buffer.SupportBuffer`) and
+    compiled kernels (``ck``): OBSCURE, online proximal MKL and the sequence labeller.
+
+    ``_ROW_ARRAYS`` names the engine's own per-stored-example arrays, grown with
+    the buffer's rows.
+    """
+
+    _ROW_ARRAYS: tuple = ()
+    _BUFFER_ARRAYS = ("buf.S", "buf.ssq", "buf.sdiag", "buf.ypos", "buf.yneg", "buf.coef", "buf.tstamp")
+    _KERNEL_ARRAYS = ("ck.codes", "ck.params", "ck.kgroup", "ck.granges", "ck.gptr", "ck.gl1")
+
+    @property
+    def n_kernels(self) -> int:
+        return self.ck.n_kernels
+
+    def _ensure_rows(self, n_rows: int) -> None:
+        """Room for ``n_rows`` stored examples in the buffer and in the engine's per-row arrays."""
+        cap = self.buf.capacity
+        self.buf.ensure_rows(n_rows)
+        new = self.buf.capacity
+        if new != cap:
+            for name in self._ROW_ARRAYS:
+                old = getattr(self, name)
+                arr = np.zeros((new,) + old.shape[1:], dtype=old.dtype)
+                arr[:cap] = old
+                setattr(self, name, arr)
+
+    def _check_buffer(self, need, n_coef: int, row_shapes=()) -> None:
+        """The buffer's shapes against each other, the kernels and the budget; ``row_shapes``
+        are ``(name, array, trailing shape)`` of the engine's per-row arrays."""
+        F, G = self.ck.n_kernels, self.ck.n_groups
+        b = self.buf
+        cap, dcap = b.S.shape
+        for name, arr, shape in (("buf.ssq", b.ssq, (G,)), ("buf.sdiag", b.sdiag, (F,)), ("buf.ypos", b.ypos, ()),
+                                 ("buf.yneg", b.yneg, ()), ("buf.coef", b.coef, (n_coef,)),
+                                 ("buf.tstamp", b.tstamp, ()), *row_shapes):
+            need(arr.shape == (cap,) + tuple(shape), f"{name} has shape {arr.shape}, expected {(cap,) + tuple(shape)}")
+        budget = 0 if b.budget is None else b.budget
+        need(cap >= 1 and (budget == 0 or cap <= budget), f"buffer capacity {cap} exceeds the budget {budget}")
+        n = self.n_support
+        need(0 <= n <= cap, f"{n} stored examples in a buffer of {cap} rows")
+        need(0 <= self.n_features <= dcap, f"{self.n_features} features in a buffer of {dcap} columns")
+
+    def _check_groups(self, ck, need, what: str = "ck") -> None:
+        """``ck``'s feature-group column ranges within the features, and its group index valid."""
+        r, p = ck.granges, ck.gptr
+        need(r.ndim == 2 and r.shape[1] == 2, f"{what}.granges has shape {r.shape}")
+        need(bool(np.all((r[:, 0] >= 0) & (r[:, 0] <= r[:, 1]) & (r[:, 1] <= self.n_features))),
+             f"a {what} feature group's columns are out of range")
+        need(p[0] == 0 and p[-1] == r.shape[0] and bool(np.all(np.diff(p) >= 0)), f"{what}.gptr is not a valid index")
+
+    def _refresh_row_caches(self) -> None:
+        """Recompute the buffer's per-row caches (squared group norms, diagonals) from its rows:
+        derived data, never trusted from a file or a pickle; the same bits as the originals."""
+        b = self.buf
+        self.ck.refresh_row_caches(b.S, self.n_support, b.ssq, b.sdiag)

@@ -1,0 +1,211 @@
+"""Shared parts of the mini-batch engines (PolyMKL and the non-linear KRR): the base
+kernels over a support window, the window itself, and the KRR solves."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+
+from .._core import polymkl as _cp
+from ..engine import EngineBase, state_rule
+from ..kernel_arrays import CompiledKernels, block_kernels, resolve_group_columns
+from ..kernels import check_kernels
+
+__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width"]
+
+
+class BaseKernels:
+    """The base kernels ``kappa_1..kappa_r`` over a support set (internal).
+
+    ``kernels=None``: the factor form, one linear kernel per input column plus a
+    constant (base kernel 0 is the constant, base kernel ``j + 1`` reads column
+    ``j``).  Otherwise the dense form: the given kernels of
+    :mod:`onlinemkl.kernels`, with feature groups resolved by ``lookup``
+    (names, river) or as column indices (arrays).
+    """
+
+    def __init__(self, kernels, constant=True):
+        self.kernels = None if kernels is None else check_kernels(kernels)
+        self.constant = bool(constant)
+        self.ck = None if self.kernels is None else CompiledKernels(self.kernels)
+        self.lookup = None
+
+    def save_ck(self, state: dict, arrays: dict) -> None:
+        """Add the compiled kernels' resolved parameters and per-group freeze flags to a saved state."""
+        if self.ck is not None:
+            state["ck_resolved"] = bool(self.ck._resolved)
+            state["ck_frozen"] = [bool(v) for v in self.ck.gfrozen]  # groups whose bandwidths are fixed
+            arrays["ck_params"] = self.ck.params.copy()
+
+    def restore_ck(self, state: dict, arrays: dict, learner: str) -> None:
+        """Restore what :meth:`save_ck` wrote, checking it against the kernels; the ladder columns
+        are derived again from the restored gammas."""
+        if self.ck is None:
+            return
+
+        def need(ok, rule):
+            if not ok:
+                raise ValueError(f"inconsistent {learner} state: {rule}")
+
+        frozen, params = state.get("ck_frozen"), arrays.get("ck_params")
+        need(isinstance(state.get("ck_resolved"), bool), "ck_resolved is not a bool")
+        need(isinstance(frozen, (list, tuple)) and len(frozen) == self.ck.n_groups
+             and all(isinstance(v, bool) for v in frozen), f"ck_frozen={frozen!r} is not one bool per kernel group")
+        need(isinstance(params, np.ndarray) and params.dtype == np.float64 and params.shape == self.ck.params.shape,
+             f"ck_params must be float64 of shape {self.ck.params.shape}")
+        need(bool(np.all(np.isfinite(params))), "ck_params holds NaN or infinite values")
+        self.ck._resolved = state["ck_resolved"]
+        self.ck.gfrozen = np.array(frozen, dtype=bool)
+        self.ck.params[:] = params
+        self.ck.find_ladders()
+
+    @property
+    def mode(self) -> int:
+        return _cp.MODE_FACTOR if self.kernels is None else _cp.MODE_DENSE
+
+    def n_base(self, n_features: int) -> int:
+        if self.kernels is None:
+            return n_features + (1 if self.constant else 0)
+        return len(self.kernels)
+
+    def factor(self, X: np.ndarray) -> np.ndarray:
+        if self.constant:
+            return np.ascontiguousarray(np.hstack([np.ones((X.shape[0], 1)), X]))
+        return np.ascontiguousarray(X)
+
+    def order(self, n_features: int) -> np.ndarray:
+        """The sequence in which the samplers run through the base kernels (their numbering).
+
+        The river adapters number features by sorted name, so the numbering, and with it every
+        draw, does not depend on the order in which features first appeared.
+        """
+        return np.arange(self.n_base(n_features), dtype=np.int64)
+
+    def _compiled(self, n_features):
+        lookup = None
+        if self.lookup is not None:
+            def lookup(name, _inner=self.lookup):  # names registered after the support set was built read 0
+                c = _inner(name)
+                return c if c is not None and c < n_features else None
+        self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+        return self.ck
+
+    def arrays(self, X: np.ndarray):
+        """``(Kb, Fb)`` for the support set ``X`` (the unused one is empty)."""
+        if self.kernels is None:
+            return np.zeros((0, 0, 0)), self.factor(X)
+        return np.ascontiguousarray(block_kernels(X, X, self._compiled(X.shape[1]))), np.zeros((0, 0))
+
+    def cross(self, Xq: np.ndarray, X: np.ndarray):
+        """Base kernels between queries and the support set: ``(r, nq, n)`` (dense form only)."""
+        return block_kernels(Xq, X, self._compiled(X.shape[1]))
+
+
+def direct_solve(A, y):
+    """``A^-1 y`` for a symmetric positive (semi-)definite ``A``: Cholesky, else least squares."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            x = scipy.linalg.solve(A, y, assume_a="pos", check_finite=False)
+        if np.all(np.isfinite(x)):
+            return x
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    return np.linalg.lstsq(A, y, rcond=None)[0]
+
+
+def fit_width(X, n_features):
+    """Pad with zero columns, or drop columns the model has not seen (their weight is zero)."""
+    if X.shape[1] < n_features:
+        return np.hstack([X, np.zeros((X.shape[0], n_features - X.shape[1]))])
+    return np.ascontiguousarray(X[:, :n_features])
+
+
+class WindowEngine(EngineBase):
+    """A mini-batch engine over the window of the ``budget`` most recent examples (``Xw``, ``yw``).
+
+    Protocol (:mod:`onlinemkl.engine`): ``learn_many(rows, targets)`` appends a
+    batch to the window and runs the solver on it; ``predict_many(rows)``;
+    ``get_state``/``set_state``.  :meth:`set_lookup` (feature names -> columns,
+    for kernel groups of names) is called by the face that owns the feature map.
+    """
+
+    #: The arrays of the state, beside the base kernels' (subclasses).
+    _ARRAYS: tuple = ()
+    _LEARNER = ""
+
+    def _init_window(self, kernels, constant, budget):
+        self.base = BaseKernels(kernels, constant)
+        self.budget = budget
+        self.n_features = 0
+        self.Xw = np.zeros((0, 0))
+        self.yw = np.zeros(0)
+
+    @property
+    def n_support(self) -> int:
+        return int(self.Xw.shape[0])
+
+    def set_lookup(self, lookup) -> None:
+        self.base.lookup = lookup
+
+    def check_columns(self, n_features: int) -> None:
+        """Raise ``ValueError`` when the parameters do not fit ``n_features`` columns (kernel groups
+        that name other columns), before anything is learnt."""
+        if self.base.kernels is not None:
+            resolve_group_columns(self.base.ck.groups, n_features)
+
+    def _widen(self, n_features: int) -> None:
+        """Zero columns for new features (stored rows read 0 there)."""
+        if self.Xw.shape[0]:
+            self.Xw = np.hstack([self.Xw, np.zeros((self.Xw.shape[0], n_features - self.Xw.shape[1]))])
+        else:
+            self.Xw = np.zeros((0, n_features))
+        self.n_features = n_features
+
+    def _remap_window(self, mapping, width) -> None:
+        """New feature columns were inserted: old column ``c`` is now ``mapping[c]`` of ``width``."""
+        Xw = np.zeros((self.Xw.shape[0], width))
+        Xw[:, mapping[: self.Xw.shape[1]]] = self.Xw
+        self.Xw, self.n_features = Xw, width
+
+    def _append(self, X, y, *carried):
+        """Append a batch to the window (padded to the features), dropping the oldest rows beyond
+        the budget; ``carried`` per-row arrays of the window are cut the same way."""
+        self.set_features(X.shape[1])
+        if X.shape[1] < self.n_features:
+            X = np.hstack([X, np.zeros((X.shape[0], self.n_features - X.shape[1]))])
+        Xw = np.vstack([self.Xw, X])
+        yw = np.concatenate([self.yw, y])
+        if self.budget is not None and Xw.shape[0] > self.budget:
+            Xw, yw = Xw[-self.budget:], yw[-self.budget:]
+            carried = tuple(c[-self.budget:] for c in carried)
+        self.Xw, self.yw = np.ascontiguousarray(Xw), np.ascontiguousarray(yw)
+        return carried
+
+    def _window_arrays(self) -> dict:
+        arrays = {name: getattr(self, name).copy() for name in self._ARRAYS}
+        return arrays
+
+    def _restore_window(self, params: dict, arrays: dict):
+        """Check the window's arrays and restore them; returns ``need`` for the subclass's rules."""
+        need = state_rule(self._LEARNER)
+        for name in self._ARRAYS:
+            arr, cur = arrays.get(name), getattr(self, name)
+            need(isinstance(arr, np.ndarray), f"the array {name!r} is missing")
+            need(arr.dtype == cur.dtype and arr.ndim == cur.ndim,
+                 f"array {name!r} is {arr.dtype}, {arr.ndim}-D; expected {cur.dtype}, {cur.ndim}-D")
+        Xw, yw = arrays["Xw"], arrays["yw"]
+        n_features = int(params["n_features"])
+        need(Xw.ndim == 2 and Xw.shape[1] == n_features, f"Xw has shape {Xw.shape} for {n_features} features")
+        n = Xw.shape[0]
+        need(yw.shape == (n,), f"yw has shape {yw.shape} for {n} rows")
+        need(self.budget is None or n <= self.budget, f"{n} rows exceed budget={self.budget}")
+        return need
+
+    def _set_window(self, params: dict, arrays: dict) -> None:
+        for name in self._ARRAYS:
+            setattr(self, name, np.ascontiguousarray(arrays[name]))
+        self.n_features = int(params["n_features"])
+        self.base.restore_ck(params, arrays, self._LEARNER)

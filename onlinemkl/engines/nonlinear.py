@@ -1,0 +1,261 @@
+"""Non-linear (polynomial) kernel combinations with KRR (Cortes, Mohri & Rostamizadeh 2009).
+
+The kernel is ``K_mu = (sum_k mu_k K_k)^(o d)`` (Hadamard power, ``d`` in 1..4)
+and ``mu`` minimises ``F(mu) = y'(K_mu + n lam I)^-1 y`` over
+``M_2 = {mu >= 0 : ||mu - mu_0||_2 <= Lambda}`` (``norm='l2'``) or its l1 version
+``M_1`` (``norm='l1'``), by the projected gradient descent of Algorithm 1.
+
+Readings chosen here (see ``ALGORITHMS.md`` section 4):
+
+* ``lam`` is for the *mean* squared loss, as in :mod:`onlinemkl.polymkl`
+  (the paper's ``lambda`` is ``n lam``); targets are centred.
+* Gradient (Prop. 1, any ``d``): ``dF/dmu_k = -d alpha' (U^(o(d-1)) o K_k) alpha``,
+  ``U = sum_r mu_r K_r``, ``alpha = (K_mu + n lam I)^-1 y``.
+* Projection (Algorithm 1): clip at zero, then rescale ``mu - mu_0`` to norm
+  ``Lambda`` (the optimum lies on the boundary: every gradient component is
+  ``<= 0``), then clip again (rescaling can only make a component negative
+  when ``mu_0`` has a zero there).
+* Step size: ``eta`` times ``Lambda / ||grad F(mu_init)||`` (so ``eta=1``
+  first moves ``mu`` by about ``Lambda``); with ``line_search=True`` the step
+  is halved until ``F`` decreases and doubled after an accepted step.
+  Iterations stop when ``||mu' - mu|| < epsilon`` or after ``max_iter``.
+* Each KRR solve is a Cholesky factorisation (the paper's algorithm; ``n``
+  is the support-set size).
+
+The faces are :class:`onlinemkl.NonlinearKRRRegressor` and its river adapter.
+"""
+
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core import polymkl as _cp
+from .._validation import check_choice, check_number
+from ._window import WindowEngine, direct_solve, fit_width
+
+__all__ = ["CortesEngine", "project", "make_engine"]
+
+
+def project(mu, mu0, Lambda, norm):
+    """Algorithm 1's projection: clip, rescale ``mu - mu0`` to norm ``Lambda``, clip.
+
+    >>> project(np.array([3.0, 4.0]), np.zeros(2), 1.0, "l2")
+    array([0.6, 0.8])
+    """
+    mu = np.maximum(mu, 0.0)
+    diff = mu - mu0
+    nrm = np.linalg.norm(diff, 1 if norm == "l1" else 2)
+    if nrm > 0:
+        mu = mu0 + (Lambda / nrm) * diff
+    return np.maximum(mu, 0.0)
+
+
+class CortesEngine(WindowEngine):
+    """State and steps of Algorithm 1 on a sliding support window (internal; use the estimators).
+
+    State (plain numpy): the window ``Xw, yw``, the kernel weights ``mu`` and
+    the dual ``alpha``.  Protocol: see :class:`onlinemkl.engines._window.WindowEngine`.
+    """
+
+    _ARRAYS = ("Xw", "yw", "mu", "alpha")
+    _LEARNER = "Cortes"
+
+    def __init__(self, kernels, constant, degree, lam, mu0, Lambda, norm, eta, line_search, epsilon, max_iter,
+                 budget):
+        self._remember_init(locals())
+        self._init_window(kernels, constant, budget)
+        self.d = int(degree)
+        self.lam = float(lam)
+        self.mu0_param = mu0
+        self.Lambda = float(Lambda)
+        self.norm = norm
+        self.eta = float(eta)
+        self.line_search = bool(line_search)
+        self.epsilon = float(epsilon)
+        self.max_iter = int(max_iter)
+        self.mu = np.zeros(0)
+        self.alpha = np.zeros(0)
+        self.ybar = 0.0
+        self.step = 0.0
+        self.history: list = []
+        self.n_iter_ = 0
+
+    def mu0(self, r):
+        if np.ndim(self.mu0_param) == 0:
+            return np.full(r, float(self.mu0_param))
+        m = np.asarray(self.mu0_param, dtype=np.float64)
+        if m.shape != (r,):
+            raise ValueError(f"mu0 has {m.shape[0]} entries but there are {r} base kernels; give one per base kernel")
+        return m
+
+    def check_columns(self, n_features):
+        super().check_columns(n_features)
+        self.mu0(self.base.n_base(n_features))  # raises on a mu0 of the wrong length
+
+    def initial_mu(self, r):
+        """``mu_0`` plus ``Lambda`` spread evenly: on the boundary of ``M``."""
+        mu0 = self.mu0(r)
+        step = self.Lambda / (r if self.norm == "l1" else np.sqrt(r))
+        return mu0 + step
+
+    def remap_features(self, mapping, width):
+        """New feature columns were inserted: old column ``c`` is now ``mapping[c]`` of ``width``."""
+        old_r = self.mu.shape[0]
+        self._remap_window(mapping, width)
+        r = self.base.n_base(width)
+        if self.base.kernels is None and old_r:
+            off = 1 if self.base.constant else 0
+            mu = self.mu0(r).copy()
+            mu[:off] = self.mu[:off]
+            mu[np.asarray(mapping, dtype=np.int64) + off] = self.mu[off:]
+            self.mu = mu
+        elif not old_r:
+            self.mu = self.initial_mu(r)
+
+    def set_features(self, n_features):
+        """Declare ``n_features`` columns (grows, never shrinks); new base kernels start at ``mu_0``."""
+        if n_features > self.n_features:
+            r_old = self.mu.shape[0]
+            self._widen(n_features)
+            r = self.base.n_base(n_features)
+            if r_old == 0:
+                self.mu = self.initial_mu(r)
+            elif r > r_old:
+                # new base kernels start at mu_0 (the projection of the next step rescales)
+                self.mu = np.concatenate([self.mu, self.mu0(r)[r_old:]])
+
+    # -- objective and gradient ------------------------------------------------------------------
+
+    def combined(self, mu, Kb, Fb, n):
+        """``U = sum_k mu_k K_k``."""
+        if self.base.mode == _cp.MODE_FACTOR:
+            return (Fb * mu) @ Fb.T
+        return np.tensordot(mu, Kb, axes=(0, 0))
+
+    def solve(self, U, yc):
+        """``(alpha, F)`` for ``K_mu = U^(o d)``."""
+        n = yc.shape[0]
+        K = U ** self.d
+        K[np.diag_indices(n)] += n * self.lam
+        alpha = direct_solve(K, yc)  # Cholesky; least squares if K is numerically singular
+        return alpha, float(yc @ alpha)
+
+    def gradient(self, U, alpha, Kb, Fb):
+        r = Kb.shape[0] if self.base.mode == _cp.MODE_DENSE else Fb.shape[1]
+        g = np.empty(r)
+        Ud = np.ascontiguousarray(U ** (self.d - 1))
+        _cp.cortes_gradient(Ud, np.ascontiguousarray(alpha), Kb, Fb, self.base.mode, float(self.d), g)
+        return g
+
+    def objective_and_gradient(self, mu, X, y):
+        """``F(mu)`` and its gradient on ``(X, y)`` (centred ``y``); for tests and diagnostics."""
+        Kb, Fb = self.base.arrays(X)
+        U = self.combined(mu, Kb, Fb, X.shape[0])
+        alpha, F = self.solve(U, y)
+        return F, self.gradient(U, alpha, Kb, Fb)
+
+    # -- learning ----------------------------------------------------------------------------------
+
+    def learn_many(self, X, y):
+        """Append a (validated) batch to the window and run Algorithm 1 on the window."""
+        self._append(X, y)
+        self._run()
+
+    def _run(self):
+        n = self.Xw.shape[0]
+        self.ybar = float(self.yw.mean())
+        yc = self.yw - self.ybar
+        Kb, Fb = self.base.arrays(self.Xw)
+        r = self.mu.shape[0]
+        mu0 = self.mu0(r)
+        mu = project(self.mu, mu0, self.Lambda, self.norm)
+        U = self.combined(mu, Kb, Fb, n)
+        alpha, F = self.solve(U, yc)
+        self.history = [F]
+        g = self.gradient(U, alpha, Kb, Fb)
+        if self.step == 0.0:
+            gn = float(np.linalg.norm(g))
+            self.step = self.eta * self.Lambda / gn if gn > 0 else 0.0
+        it = 0
+        while it < self.max_iter and self.step > 0:
+            it += 1
+            eta = self.step
+            new = project(mu - eta * g, mu0, self.Lambda, self.norm)
+            U_new = self.combined(new, Kb, Fb, n)
+            a_new, F_new = self.solve(U_new, yc)
+            if self.line_search:
+                tries = 0
+                while F_new > F and tries < 30:
+                    eta *= 0.5
+                    new = project(mu - eta * g, mu0, self.Lambda, self.norm)
+                    U_new = self.combined(new, Kb, Fb, n)
+                    a_new, F_new = self.solve(U_new, yc)
+                    tries += 1
+                self.step = 2.0 * eta if tries == 0 else eta
+            moved = float(np.linalg.norm(new - mu))
+            if self.line_search and F_new > F:
+                break  # no decrease along the projected path: stationary within round-off
+            mu, U, alpha, F = new, U_new, a_new, F_new
+            self.history.append(F)
+            if moved < self.epsilon:
+                break
+            g = self.gradient(U, alpha, Kb, Fb)
+        self.n_iter_ = it
+        self.mu, self.alpha = mu, alpha
+
+    def predict_many(self, X):
+        """Predictions of many (validated) rows; 0 before the first batch."""
+        if self.Xw.shape[0] == 0:
+            return np.zeros(X.shape[0])
+        X = fit_width(X, self.n_features)
+        if self.base.mode == _cp.MODE_FACTOR:
+            return self.ybar + _cp.power_kernel_predict(self.base.factor(X), self.base.factor(self.Xw), self.mu,
+                                                        self.d, self.alpha)
+        else:
+            Uq = np.tensordot(self.mu, self.base.cross(X, self.Xw), axes=(0, 0))
+        return self.ybar + (Uq ** self.d) @ self.alpha
+
+    # -- state (the onlinemkl.engine protocol) ------------------------------------------------
+
+    def get_state(self):
+        params = {"n_features": int(self.n_features), "ybar": float(self.ybar), "step": float(self.step),
+                  "n_iter_": int(self.n_iter_)}
+        arrays = self._window_arrays()
+        self.base.save_ck(params, arrays)
+        return params, arrays
+
+    def set_state(self, params, arrays, strict=True):
+        """Restore onto an engine built from the same parameters; every shape is checked."""
+        need = self._restore_window(params, arrays)
+        n_features = int(params["n_features"])
+        n, r = arrays["Xw"].shape[0], self.base.n_base(n_features) if n_features else 0  # mu starts with features
+        need(arrays["alpha"].shape == (n,), "alpha does not match Xw")
+        need(arrays["mu"].shape == (r,) and (not strict or bool(np.all(arrays["mu"] >= 0))),
+             f"mu must have {r} non-negative entries")
+        self._set_window(params, arrays)
+        self.ybar, self.step, self.n_iter_ = float(params["ybar"]), float(params["step"]), int(params["n_iter_"])
+
+
+def make_engine(p):
+    """The engine of face ``p`` (parameters as attributes), every parameter validated."""
+    d = check_number("degree", p.degree, low=1, high=4, integer=True)
+    check_number("lam", p.lam, low=0.0, low_open=True)
+    if np.ndim(p.mu0) == 0:
+        check_number("mu0", p.mu0, low=0.0)
+    else:
+        m = np.asarray(p.mu0, dtype=np.float64)
+        if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m < 0):
+            raise ValueError(f"mu0={p.mu0!r}: give a number >= 0 or a 1-D array of finite numbers >= 0")
+    check_number("Lambda", p.Lambda, low=0.0, low_open=True)
+    check_choice("norm", p.norm, ("l2", "l1"))
+    check_number("eta", p.eta, low=0.0, low_open=True)
+    if not isinstance(p.line_search, (bool, np.bool_)):
+        raise TypeError(f"line_search={p.line_search!r}: expected True or False")
+    check_number("epsilon", p.epsilon, low=0.0, low_open=True)
+    check_number("max_iter", p.max_iter, low=0, integer=True)
+    check_number("budget", p.budget, low=1, integer=True, allow_none=True)
+    if not isinstance(p.constant, (bool, np.bool_)):
+        raise TypeError(f"constant={p.constant!r}: expected True or False")
+    return CortesEngine(p.kernels, p.constant, d, p.lam, p.mu0, p.Lambda, p.norm, p.eta, p.line_search,
+                        p.epsilon, p.max_iter, p.budget)

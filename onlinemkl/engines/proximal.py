@@ -1,0 +1,468 @@
+"""The online proximal MKL engine (Martins, Smith, Xing, Aguiar & Figueiredo 2011): kernelised FOBOS.
+
+Per example: a gradient step on the loss only, then one proximal step on the
+vector of group norms (Prop. 1; squared l2,1 is Algorithm 2, the weighted
+squared l1 Algorithm 4), then an optional projection onto a ball, all in one
+compiled call (:mod:`onlinemkl._core.fobos`).  Groups are kernels on feature
+groups (implicit, over the support buffer) and, optionally, explicit linear
+feature groups (a weight matrix, for many sparse features or features that
+should stay in the primal).
+
+The faces are :class:`onlinemkl.ProximalMKLClassifier`,
+:class:`onlinemkl.ProximalMKLRegressor` and their river adapters; the
+parameters they share are validated here (:func:`settings`), once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._buffer import EVICTION, SupportBuffer
+from .._core import fobos as _cf
+from .._core import losses as _cl
+from .._core import prox as _cp
+from .._validation import check_choice, check_number
+from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
+from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
+from ..kernels import Linear, check_kernels, default_regression_kernels
+
+__all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
+           "REGRESSION_LOSSES", "settings", "classifier_engine", "regressor_engine"]
+
+REGULARIZERS = {
+    "sq_l21": _cp.PROX_SQ_L21,
+    "weighted_sq_l1": _cp.PROX_WEIGHTED_SQ_L1,
+    "l21": _cp.PROX_L21,
+    "sparse_group_lasso": _cp.PROX_SPARSE_GROUP_LASSO,
+    "nonsparse": _cp.PROX_NONSPARSE_Q,
+    "elastic_net": _cp.PROX_ELASTIC_NET,
+    "none": _cp.PROX_NONE,
+}
+SCHEDULES = {"constant": _cf.SCHEDULE_CONSTANT, "invsqrt": _cf.SCHEDULE_INVSQRT,
+             "strongly_convex": _cf.SCHEDULE_STRONGLY_CONVEX}
+CLASSIFICATION_LOSSES = ("hinge", "logistic")
+REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_INSENSITIVE}
+
+
+def check_explicit_groups(groups):
+    if groups is None:
+        return ()
+    if not isinstance(groups, (tuple, list)):
+        raise TypeError(f"explicit_groups={groups!r}: expected a tuple of feature groups, e.g. ((0, 1), None)")
+    return tuple(Linear(group=g).group for g in groups)
+
+
+def settings(p, regression, loss_at_zero, n_extra_groups=0):
+    """Validated settings shared by every proximal learner (flat and structured).
+
+    ``p`` is the face (any object with the parameters as attributes);
+    ``regression`` picks the default kernels; ``loss_at_zero`` is the loss at
+    ``theta = 0`` for ``gamma='auto'`` (None: no projection).
+
+    ``n_extra_groups`` counts groups the learner adds itself (the sequence
+    labeller's transition group) for ``group_weights``.
+    """
+    kernels = check_kernels(p.kernels, default_regression_kernels if regression else None)
+    explicit = check_explicit_groups(getattr(p, "explicit_groups", None))
+    P = len(kernels) + len(explicit) + n_extra_groups
+    check_choice("regularizer", p.regularizer, tuple(REGULARIZERS))
+    lam = check_number("lam", p.lam, low=0.0)
+    check_choice("schedule", p.schedule, tuple(SCHEDULES))
+    eta0 = check_number("eta0", p.eta0, low=0.0, low_open=True)
+    check_number("budget", p.budget, low=1, integer=True, allow_none=True)
+    check_choice("eviction", p.eviction, tuple(EVICTION))
+    check_number("n_epochs", getattr(p, "n_epochs", 1), low=1, integer=True)
+    reg = p.regularizer
+    if reg == "nonsparse":
+        param = check_number("q", p.q, low=1.0, high=2.0, low_open=True)
+    elif reg == "elastic_net":
+        param = check_number("sigma", p.sigma, low=0.0)
+    elif reg == "sparse_group_lasso":
+        param = check_number("l1_ratio", p.l1_ratio, low=0.0)
+    else:
+        param = 0.0
+    weights = None
+    if p.group_weights is not None:
+        weights = np.asarray(p.group_weights, dtype=float)
+        if weights.shape != (P,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+            raise ValueError(
+                f"group_weights must hold {P} finite positive numbers (one per kernel, then one per "
+                f"explicit group or transition group); got {p.group_weights!r}"
+            )
+    # Strong convexity of lam * R (for the 1/(sigma t) schedule) and the appendix-E radius.
+    modulus = {"sq_l21": lam, "weighted_sq_l1": lam * float(np.min(weights)) ** 2 if weights is not None else lam,
+               "elastic_net": lam * param,
+               # 0.5 sum ||theta_k||^q is lam-strongly convex only at q = 2 (the plain squared l2 norm)
+               "nonsparse": lam if float(p.q) == 2.0 else 0.0}.get(reg, 0.0)
+    if p.schedule == "strongly_convex" and modulus <= 0:
+        raise ValueError(
+            f"schedule='strongly_convex' needs a strongly convex regulariser (sq_l21, weighted_sq_l1, or "
+            f"elastic_net with sigma > 0) and lam > 0; regularizer={reg!r}, lam={lam}"
+        )
+    if p.gamma == "auto":
+        gamma = math.sqrt(2.0 * loss_at_zero / modulus) if (modulus > 0 and loss_at_zero is not None) else 0.0
+    elif p.gamma is None:
+        gamma = 0.0
+    else:
+        gamma = check_number("gamma", p.gamma, low=0.0, low_open=True, hint=" (or 'auto', or None)")
+    return dict(kernels=kernels, explicit=explicit, prox=REGULARIZERS[reg], lam=lam, param=param,
+                weights=weights, schedule=SCHEDULES[p.schedule], eta0=eta0, modulus=modulus, gamma=gamma)
+
+
+def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
+    """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
+    st = settings(p, regression, loss_at_zero)
+    return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
+                          st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
+                          p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
+                          average=bool(p.average))
+
+
+def classifier_engine(p, n_classes: int):
+    """A classifier's engine: binary hinge/logistic for 2 classes, Crammer-Singer/multinomial for more."""
+    check_choice("loss", p.loss, CLASSIFICATION_LOSSES)
+    if n_classes == 2:
+        code = _cl.HINGE if p.loss == "hinge" else _cl.LOGISTIC
+        return make_engine(p, 1, code, 1.0 if p.loss == "hinge" else math.log(2.0))
+    code = _cl.MULTICLASS_HINGE if p.loss == "hinge" else _cl.MULTINOMIAL
+    return make_engine(p, n_classes, code, 1.0 if p.loss == "hinge" else math.log(n_classes))
+
+
+def regressor_engine(p):
+    """A regressor's engine (squared or epsilon-insensitive loss on standardised targets)."""
+    check_choice("loss", p.loss, tuple(REGRESSION_LOSSES))
+    check_number("epsilon", p.epsilon, low=0.0)
+    return make_engine(p, 1, REGRESSION_LOSSES[p.loss], None, regression=True)
+
+
+class GroupNormEngine(BufferEngine):
+    """What the proximal learners share (flat and structured): the squared group norms
+    ``theta_sq`` with their lazy scales ``sigma``, the averaged-model bookkeeping
+    (``sigma_cum``, ``avg_acc``, ``avg_base``), the class vectors ``beta`` of the stored
+    examples, and a buffer with one coefficient column per kernel.  ``_CORE`` is the compiled
+    module whose ``H_*``/``I_*`` indices the ``hyper``/``istate`` arrays follow.
+    """
+
+    _ROW_ARRAYS = ("beta", "avg_acc", "avg_base")
+    _CORE = _cf
+
+    def _init_groups(self, st, loss_code, budget, eviction, P, n_cols):
+        """The state of ``P`` groups (the kernels first) from the :func:`settings` ``st``."""
+        core, F = self._CORE, self.ck.n_kernels
+        h = self.hyper = np.zeros(core.N_HYPER)
+        for index, key in ((core.H_PROX, "prox"), (core.H_LAM, "lam"), (core.H_PROX_PARAM, "param"),
+                           (core.H_SCHEDULE, "schedule"), (core.H_ETA0, "eta0"), (core.H_SIGMA_SC, "modulus"),
+                           (core.H_GAMMA, "gamma")):
+            h[index] = st[key]
+        h[core.H_LOSS] = loss_code
+        h[core.H_BUDGET] = 0 if budget is None else budget
+        h[core.H_POLICY] = EVICTION[eviction]
+        self.istate = np.zeros(core.N_ISTATE, dtype=np.int64)
+        self.theta_sq = np.zeros(P)
+        self.sigma = np.ones(P)
+        self.sigma_cum = np.zeros(F)
+        self.prox_weights = np.ones(P) if st["weights"] is None else np.asarray(st["weights"], dtype=float)
+        self.buf = SupportBuffer(F, self.ck.n_groups, F, budget=budget)
+        cap = self.buf.capacity
+        self.beta = np.zeros((cap, n_cols))
+        self.avg_acc = np.zeros((cap, F))
+        self.avg_base = np.zeros((cap, F))
+        self.n_features = 0
+
+    @property
+    def n_support(self):
+        return int(self.istate[self._CORE.I_N])
+
+    def group_norms(self):
+        """``||theta_k||`` of every group (kernels first)."""
+        return self.sigma * np.sqrt(np.maximum(self.theta_sq, 0.0))
+
+    def kernel_weights(self):
+        """``||theta_k|| / sum_l ||theta_l||`` (uniform before any update)."""
+        return normalised(self.group_norms())
+
+    def _grow_outputs(self, n: int):
+        """Room for ``n`` output columns in ``beta`` (doubling); the new width if it grew, else None."""
+        C = self.beta.shape[1]
+        if n <= C:
+            return None
+        new = max(n, 2 * C)
+        beta = np.zeros((self.beta.shape[0], new))
+        beta[:, :C] = self.beta
+        self.beta = beta
+        return new
+
+    def _check_groups_state(self, need, fresh_hyper, free, P):
+        """The structural rules the proximal states share; ``free`` are the ``hyper`` entries that
+        may differ from a fresh engine's (those that grow with the stream)."""
+        core, F, h = self._CORE, self.ck.n_kernels, self.hyper
+        need(h.shape == (core.N_HYPER,), f"hyper has shape {h.shape}, expected ({core.N_HYPER},)")
+        need(self.istate.shape == (core.N_ISTATE,), f"istate has shape {self.istate.shape}")
+        fixed = [i for i in range(core.N_HYPER) if i not in free]
+        need(np.array_equal(h[fixed], fresh_hyper[fixed]),
+             "the saved settings (loss, regulariser, lam, schedule, gamma, budget, ...) differ from the parameters")
+        for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
+                                 ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        self.ck.check_restored(need, "ck")
+        C = self.beta.shape[1]
+        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
+                                     ("avg_base", self.avg_base, (F,))))
+        need(bool(np.all(self.istate >= 0)), "negative counters")
+        self._check_groups(self.ck, need, "ck")
+
+    def _check_groups_values(self, need, names):
+        """The value rules (``strict``): positive scales; finite values in the shared arrays and ``names``."""
+        need(bool(np.all(self.sigma > 0)), "a group scale is not positive")
+        check_finite(self, ("theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc", "avg_base",
+                            "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params") + tuple(names), need)
+
+
+class ProximalEngine(GroupNormEngine):
+    """State and per-example steps of online proximal MKL (internal; use the estimators).
+
+    Protocol (:mod:`onlinemkl.engine`): ``learn(row, label)`` with ``label`` an
+    output index (classification) or a target (regression, standardised online
+    by the running mean and standard deviation); ``scores_one(row)`` and
+    ``scores_many(rows)`` (the averaged model when ``average``); regressors also
+    ``predict_one(row)``/``predict_many(rows)`` in the target's units;
+    ``get_state``/``set_state``.
+    """
+
+    def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
+                 schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False):
+        self._remember_init(locals())
+        self.regression = loss_code in REGRESSION_LOSSES.values()
+        self.average = bool(average)
+        self.ck = CompiledKernels(kernels)
+        self.explicit_groups = tuple(explicit_groups)
+        # Explicit groups reuse the kernel machinery for their column ranges.
+        self.xk = CompiledKernels([Linear(group=g) for g in self.explicit_groups])
+        F, E = self.ck.n_kernels, len(self.explicit_groups)
+        st = dict(prox=prox_code, lam=lam, param=prox_param, schedule=schedule, eta0=eta0, modulus=strong_convexity,
+                  gamma=gamma, weights=group_weights)
+        self._init_groups(st, loss_code, budget, eviction, F + E, max(n_outputs, 1))
+        self.hyper[_cf.H_NOUT] = n_outputs
+        self.hyper[_cf.H_EPSILON] = epsilon
+        self.W = np.zeros((E, 1, max(n_outputs, 1)))
+        self.W_avg = np.zeros_like(self.W)
+        # Regression targets: running count, mean and sum of squared deviations (Welford).
+        self.ystats = np.array([0.0, 0.0, 0.0])
+        self._scratch(max(n_outputs, 1))
+
+    def _scratch(self, C):
+        P = self.theta_sq.shape[0]
+        self.g = np.zeros((P, C))
+        self.scores = np.zeros(C)
+        self.dl = np.zeros(C)
+        self.b = np.zeros(P)
+        self.b_new = np.zeros(P)
+
+    @property
+    def n_outputs(self):
+        return int(self.hyper[_cf.H_NOUT])
+
+    def set_features(self, n_features, lookup=None):
+        if n_features < self.n_features:
+            raise ValueError("the number of features cannot shrink")
+        self.n_features = n_features
+        self.buf.ensure_columns(n_features)
+        self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+        self.xk.set_columns(resolve_group_columns(self.xk.groups, n_features, lookup))
+        E, dcap, C = self.W.shape
+        if n_features > dcap:
+            new = max(n_features, 2 * dcap)
+            for name in ("W", "W_avg"):
+                old = getattr(self, name)
+                arr = np.zeros((E, new, C))
+                arr[:, :dcap] = old
+                setattr(self, name, arr)
+
+    def set_n_outputs(self, n_out):
+        """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling."""
+        self.hyper[_cf.H_NOUT] = n_out
+        new = self._grow_outputs(n_out)
+        if new is not None:
+            for name in ("W", "W_avg"):
+                old = getattr(self, name)
+                arr = np.zeros(old.shape[:2] + (new,))
+                arr[:, :, :old.shape[2]] = old
+                setattr(self, name, arr)
+            self._scratch(new)
+
+    def learn(self, x, label):
+        """One step on a row: ``label`` an output index, or a regression target."""
+        if self.regression:
+            return self.learn_regression(x, label)
+        return self._step(x, int(label), 0.0)
+
+    def _step(self, x, y_cls, y_val):
+        """The compiled step: class index ``y_cls`` or standardised target ``y_val``."""
+        self._ensure_rows(self.n_support + 1)
+        b = self.buf
+        codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
+        return _cf.fobos_learn(
+            x, y_cls, y_val, b.S, b.ssq, b.sdiag, b.coef, self.beta, b.tstamp, self.avg_acc, self.avg_base,
+            codes, params, kgroup, granges, gptr, gl1, self.W, self.W_avg, self.xk.granges, self.xk.gptr,
+            self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper,
+            self.g, self.scores, self.dl, self.b, self.b_new,
+        )
+
+    def target_scale(self):
+        """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
+        n, mean, m2 = self.ystats
+        std = math.sqrt(m2 / n) if n > 1 and m2 > 0 else 1.0
+        return mean, std
+
+    def learn_regression(self, x, y):
+        """Learn ``y`` standardised by the running target mean/std (an online intercept and scale)."""
+        st = self.ystats
+        st[0] += 1.0
+        delta = y - st[1]
+        st[1] += delta / st[0]
+        st[2] += delta * (y - st[1])
+        mean, std = self.target_scale()
+        return self._step(x, 0, (y - mean) / std)
+
+    def scores_one(self, x, average=None):
+        """Scores of one example through the compiled pass (last or averaged model; default: ``average``)."""
+        average = self.average if average is None else average
+        b = self.buf
+        codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
+        n_out = max(self.n_outputs, 1)
+        n = self.n_support
+        coef, W, sigma = b.coef, self.W, self.sigma
+        if average:
+            # the averaged model's coefficients (O(n F)), then the same single pass with unit scales
+            T = max(int(self.istate[_cf.I_T]), 1)
+            coef = np.zeros((max(n, 1), self.n_kernels))
+            _cf.averaged_coefficients(n, b.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            W = self.W_avg / T
+            sigma = np.ones_like(self.sigma)
+        _cf.fobos_scores(x, b.S, b.ssq, b.sdiag, coef, self.beta, codes, params, kgroup, granges, gptr, gl1,
+                         W, self.xk.granges, self.xk.gptr, sigma, n, n_out, self.g, self.scores)
+        return self.scores[:n_out].copy()
+
+    def _explicit_matrix(self, average):
+        T = max(int(self.istate[_cf.I_T]), 1)
+        F = self.n_kernels
+        out = []
+        for e in range(len(self.explicit_groups)):
+            if average:
+                out.append(self.W_avg[e, : self.n_features, : self.n_outputs] / T)
+            else:
+                out.append(self.sigma[F + e] * self.W[e, : self.n_features, : self.n_outputs])
+        return out
+
+    def scores_many(self, X, average=None, block=4096):
+        """Scores of many examples with BLAS products (last or averaged model).
+
+        Queries go in blocks of :meth:`WeightedKernelSum.rows_per_block` rows (at most
+        ``block``), as OBSCURE's batch path does: the block's kernel values (``F x rows x n``)
+        stay near 8 MB whatever the number ``n`` of stored examples, instead of one
+        ``F x 2048 x n`` array (800 MB at ``n = 10^4``).
+        """
+        average = self.average if average is None else average
+        n = self.n_support
+        n_out = max(self.n_outputs, 1)
+        out = np.zeros((X.shape[0], n_out))
+        for Wm, cols in zip(self._explicit_matrix(average), self._explicit_columns()):
+            out += X[:, cols] @ Wm[cols]
+        if n == 0 or X.shape[0] == 0:
+            return out
+        coef = self.buf.coef[:n]
+        F = self.n_kernels
+        if average:
+            c = np.empty((n, F))
+            _cf.averaged_coefficients(n, coef, self.avg_acc, self.avg_base, self.sigma_cum,
+                                      max(int(self.istate[_cf.I_T]), 1), c)
+        else:
+            c = coef * self.sigma[:F]
+        # M[k] = coef[:, k] * beta: group k's (n, C) output weights, so a block's scores are sum_k K_k M[k]
+        M = np.ascontiguousarray(c.T[:, :, None] * self.beta[None, :n, :n_out])
+        S = self.buf.S[:n, : self.n_features]
+        rows = max(1, min(int(block), WeightedKernelSum.rows_per_block(n, F, 1 << 23)))
+        for start in range(0, X.shape[0], rows):
+            K = block_kernels(X[start:start + rows], S, self.ck)  # (F, rows, n)
+            acc = out[start:start + rows]
+            for k in range(F):
+                acc += K[k] @ M[k]
+        return out
+
+    def predict_one(self, x):
+        """Regression: the prediction of one row in the target's units (the compiled pass)."""
+        mean, std = self.target_scale()
+        return mean + std * float(self.scores_one(x)[0])
+
+    def predict_many(self, X):
+        """Regression: predictions of many rows in the target's units (BLAS blocks)."""
+        mean, std = self.target_scale()
+        return mean + std * self.scores_many(X)[:, 0]
+
+    def _explicit_columns(self):
+        cols = []
+        for e in range(len(self.explicit_groups)):
+            rng = self.xk.granges[self.xk.gptr[e]:self.xk.gptr[e + 1]]
+            cols.append(np.concatenate([np.arange(a, b) for a, b in rng]) if len(rng) else np.zeros(0, int))
+        return cols
+
+    # -- state (the onlinemkl.engine protocol) ------------------------------------------
+
+    #: The arrays of the state (dotted paths); ``g, scores, dl, b, b_new`` are scratch.
+    _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
+                     "avg_base", "W", "W_avg", "ystats") + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS \
+        + ("xk.codes", "xk.params", "xk.kgroup", "xk.granges", "xk.gptr", "xk.gl1")
+
+    def get_state(self):
+        params = {"n_features": int(self.n_features), "kernels_resolved": bool(self.ck._resolved),
+                  "explicit_resolved": bool(self.xk._resolved)}
+        return params, collect_arrays(self, self._STATE_ARRAYS)
+
+    def set_state(self, params, arrays, strict=True):
+        """Restore onto an engine built from the same parameters; every shape and index is checked.
+
+        The hyper-parameters must equal the fresh engine's (they come from the
+        constructor parameters), except the number of outputs in use, which
+        grows with a river stream's labels.
+        """
+        fresh_hyper = self.hyper.copy()
+        fresh_weights = self.prox_weights.copy()
+        restore_arrays(self, arrays, self._STATE_ARRAYS)
+        self.n_features = int(params["n_features"])
+        self.ck._resolved = bool(params["kernels_resolved"])
+        self.xk._resolved = bool(params["explicit_resolved"])
+        self._check_state(fresh_hyper, fresh_weights, strict)
+        self._refresh_row_caches()
+        self._scratch(self.beta.shape[1])
+
+    def _check_state(self, fresh_hyper, fresh_weights, strict):
+        E = len(self.explicit_groups)
+        need = state_rule("proximal-MKL")
+        self._check_groups_state(need, fresh_hyper, {_cf.H_NOUT}, self.ck.n_kernels + E)
+        need(self.ystats.shape == (3,), f"ystats has shape {self.ystats.shape}, expected (3,)")
+        need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
+        self.xk.check_restored(need, "xk")
+        C = self.beta.shape[1]
+        need(self.W.shape[0] == E and self.W.shape[2] == C and self.W_avg.shape == self.W.shape,
+             f"W {self.W.shape} / W_avg {self.W_avg.shape} do not fit {E} explicit groups and {C} outputs")
+        need(self.n_features <= self.W.shape[1], f"{self.n_features} features in W of {self.W.shape[1]} columns")
+        n_out = self.hyper[_cf.H_NOUT]
+        need(n_out == int(n_out) and 0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
+        self._check_groups(self.xk, need, "xk")
+        if strict:
+            self._check_groups_values(need, ("W", "W_avg", "ystats", "xk.params"))
+            need(bool(np.all(self.theta_sq >= 0)), "a squared group norm is negative")
+            need(self.ystats[0] >= 0 and self.ystats[2] >= 0, "bad target statistics")
+
+    def recompute_theta_sq(self):
+        """Implicit groups' raw squared norms recomputed from the buffer; explicit from W."""
+        b = self.buf
+        out = np.empty_like(self.theta_sq)
+        F = self.n_kernels
+        out[:F] = _cf.theta_sq_dense_from_buffer(b.S, b.ssq, b.sdiag, b.coef, self.beta, self.n_support,
+                                                 max(self.n_outputs, 1), *self.ck.arrays())
+        for e in range(len(self.explicit_groups)):
+            out[F + e] = float(np.sum(self.W[e] ** 2))
+        return out

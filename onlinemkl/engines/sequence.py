@@ -1,0 +1,183 @@
+"""The sequence-labelling engine: a first-order chain whose unary parts are a
+multiple-kernel model and whose label transitions are an explicit feature group.
+
+The proximal steps, step sizes, projection and kernel weights are the flat
+learner's (:mod:`onlinemkl.engines.proximal`), shared through the same compiled
+functions; :mod:`onlinemkl._core.sequence` holds the structured step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core import sequence as _cs
+from ..engine import BufferEngine, collect_arrays, restore_arrays, state_rule
+from ..kernel_arrays import CompiledKernels, resolve_group_columns
+from .proximal import GroupNormEngine
+
+__all__ = ["SequenceEngine", "LOSSES", "TRANSITION_ARRAYS"]
+
+LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
+
+#: Transition-group arrays: raw transition/start/stop scores and their running sums (averaged model).
+TRANSITION_ARRAYS = ("T", "S0", "S1", "Tavg", "S0avg", "S1avg")
+
+
+class SequenceEngine(GroupNormEngine):
+    """State of the sequence labeller (internal).
+
+    Plain numpy state: the support buffer of position examples (``buf``), the
+    class vectors ``beta`` of the stored positions, the averaged-model
+    bookkeeping, the transition group (``T``, ``S0``, ``S1`` and their sums),
+    the group norms and lazy scales.  ``len_sum`` is the number of positions
+    learnt (for ``gamma='auto'``).
+
+    Protocol (:mod:`onlinemkl.engine`): one example is one sequence:
+    ``learn(xs, ys)`` (rows and label indices of its positions) and
+    ``predict(xs)`` (the Viterbi path); ``get_state``/``set_state``.
+
+    ``gamma_unit``: with ``gamma='auto'``, the radius for a loss of 1 at
+    ``theta = 0``; each step uses ``gamma_unit * sqrt(mean L(0))`` (None: the
+    fixed radius of the settings).
+    """
+
+    _CORE = _cs
+
+    def __init__(self, settings, loss, cost, budget, eviction, gamma_unit=None, average=False):
+        self._remember_init(locals())
+        self.gamma_unit = gamma_unit
+        self.average = bool(average)
+        self.ck = CompiledKernels(settings["kernels"])
+        P = self.ck.n_kernels + 1
+        self._init_groups(settings, LOSSES[loss], budget, eviction, P, 2)
+        self.hyper[_cs.H_COST] = cost
+        for name in TRANSITION_ARRAYS:
+            setattr(self, name, np.zeros((2, 2)) if name.startswith("T") else np.zeros(2))
+        self.b = np.zeros(P)
+        self.b_new = np.zeros(P)
+        self.len_sum = 0
+
+    @property
+    def n_labels(self):
+        return int(self.hyper[_cs.H_NLABELS])
+
+
+    def set_features(self, n_features, lookup=None):
+        if n_features > self.n_features:
+            self.n_features = n_features
+            self.buf.ensure_columns(n_features)
+            self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+
+    def set_n_labels(self, Y):
+        """Use ``Y`` labels (they grow as new labels appear); the arrays grow by doubling."""
+        self.hyper[_cs.H_NLABELS] = Y
+        new = self._grow_outputs(Y)
+        if new is not None:
+            for name in TRANSITION_ARRAYS:
+                arr = getattr(self, name)
+                grown = np.zeros((new, new) if arr.ndim == 2 else new)
+                grown[tuple(slice(0, n) for n in arr.shape)] = arr
+                setattr(self, name, grown)
+
+    def learn(self, xs, ys):
+        """One step on a non-empty sequence (rows ``xs``, label indices ``ys``)."""
+        self.len_sum += int(xs.shape[0])
+        if self.gamma_unit is not None:
+            self.hyper[_cs.H_GAMMA] = self.gamma_unit * math.sqrt(self.mean_loss_at_zero(xs.shape[0]))
+        self._ensure_rows(self.n_support + xs.shape[0])
+        b = self.buf
+        return _cs.sequence_learn(
+            xs, ys, b.S, b.ssq, b.sdiag, b.coef, self.beta, b.tstamp, self.avg_acc, self.avg_base,
+            *self.ck.arrays(), self.T, self.S0, self.S1, self.Tavg, self.S0avg, self.S1avg,
+            self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper, self.b, self.b_new,
+        )
+
+    def mean_loss_at_zero(self, pending=0):
+        """Mean loss at ``theta = 0`` of the sequences learnt so far (and one of length ``pending``).
+
+        At ``theta = 0`` every labelling scores 0, so a sequence of length L
+        has structured hinge loss ``cost * L`` (every position wrong) and CRF
+        loss ``log Z = L log Y``.
+        """
+        n_seq = int(self.istate[_cs.I_T]) + (1 if pending else 0)
+        per_position = self.hyper[_cs.H_COST] if self.hyper[_cs.H_LOSS] == _cs.LOSS_SVM \
+            else math.log(max(self.n_labels, 2))
+        return per_position * self.len_sum / max(n_seq, 1)
+
+    def predict(self, xs, average=None):
+        """The Viterbi path (label indices) of a sequence's rows (last or averaged model;
+        default: ``average``)."""
+        average = self.average if average is None else average
+        Y = self.n_labels
+        path = np.zeros(xs.shape[0], dtype=np.int64)
+        if Y == 0 or xs.shape[0] == 0:
+            return path
+        b = self.buf
+        n = self.n_support
+        F = self.ck.n_kernels
+        if average:
+            from .._core.fobos import averaged_coefficients
+
+            T = max(int(self.istate[_cs.I_T]), 1)
+            coef = np.empty((max(n, 1), F))
+            averaged_coefficients(n, b.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            sigma = np.ones(F + 1)
+            trans = (self.Tavg / T, self.S0avg / T, self.S1avg / T)
+        else:
+            coef, sigma = b.coef, self.sigma
+            trans = (self.T, self.S0, self.S1)
+        _cs.sequence_predict(xs, b.S, b.ssq, b.sdiag, coef, self.beta, n, *self.ck.arrays(), sigma, *trans, Y, path)
+        return path
+
+    def recompute_theta_sq(self):
+        """Squared raw group norms recomputed from the buffer and the transition arrays (tests)."""
+        from .._core.fobos import theta_sq_dense_from_buffer
+
+        b = self.buf
+        out = np.empty_like(self.theta_sq)
+        F = self.ck.n_kernels
+        out[:F] = theta_sq_dense_from_buffer(b.S, b.ssq, b.sdiag, b.coef, self.beta, self.n_support,
+                                             max(self.n_labels, 1), *self.ck.arrays())
+        out[F] = float(np.sum(self.T ** 2) + np.sum(self.S0 ** 2) + np.sum(self.S1 ** 2))
+        return out
+
+    # -- state (the onlinemkl.engine protocol) ------------------------------------------
+
+    #: The arrays of the state (dotted paths); ``b``, ``b_new`` are scratch.
+    _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
+                     "avg_base", *TRANSITION_ARRAYS) + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS
+
+    def get_state(self):
+        params = {"n_features": int(self.n_features), "len_sum": int(self.len_sum),
+                  "kernels_resolved": bool(self.ck._resolved)}
+        return params, collect_arrays(self, self._STATE_ARRAYS)
+
+    def set_state(self, params, arrays, strict=True):
+        """Restore onto an engine built from the same parameters; every shape and index is checked."""
+        fresh_hyper = self.hyper.copy()
+        restore_arrays(self, arrays, self._STATE_ARRAYS)
+        self.n_features = int(params["n_features"])
+        self.len_sum = int(params["len_sum"])
+        self.ck._resolved = bool(params["kernels_resolved"])
+        self.b = np.zeros_like(self.theta_sq)
+        self.b_new = np.zeros_like(self.theta_sq)
+        self._check_state(fresh_hyper, strict)
+        self._refresh_row_caches()
+
+    def _check_state(self, fresh_hyper, strict):
+        h = self.hyper
+        need = state_rule("sequence-labeller")
+        free = {_cs.H_NLABELS, _cs.H_GAMMA} if self.gamma_unit is not None else {_cs.H_NLABELS}
+        self._check_groups_state(need, fresh_hyper, free, self.ck.n_kernels + 1)
+        need(math.isfinite(h[_cs.H_GAMMA]) and h[_cs.H_GAMMA] >= 0, "gamma is not finite and >= 0")
+        C = self.beta.shape[1]
+        for name, arr, shape in (("T", self.T, (C, C)), ("Tavg", self.Tavg, (C, C)), ("S0", self.S0, (C,)),
+                                 ("S1", self.S1, (C,)), ("S0avg", self.S0avg, (C,)), ("S1avg", self.S1avg, (C,))):
+            need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
+        Y = h[_cs.H_NLABELS]
+        need(Y == int(Y) and 0 <= Y <= C, f"{Y!r} labels for {C} label slots")
+        need(self.len_sum >= 0, "negative number of positions")
+        if strict:
+            self._check_groups_values(need, TRANSITION_ARRAYS)

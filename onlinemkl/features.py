@@ -1,0 +1,249 @@
+"""One feature map and one label map for every learner (the Python side of the boundary).
+
+:class:`FeatureMap` turns dict examples (river streams, the sequence labeller's
+dict positions) and DataFrames into float64 rows of a model's feature space;
+:class:`LabelMap` turns labels (any hashable values) into the class indices the
+engines learn.  Arrays need no feature map: their columns are the features.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_feature_value
+
+__all__ = ["FeatureMap", "LabelMap", "name_key"]
+
+
+def name_key(name):
+    """Sort key of feature names of mixed types (``str``, ``int``, tuples, ...).
+
+    >>> sorted([2, "a", 1], key=name_key)
+    [1, 2, 'a']
+    """
+    return (type(name).__name__, str(name))
+
+
+class FeatureMap:
+    """Feature names -> columns of float64 rows.
+
+    A feature missing from an example reads 0 (after a ``StandardScaler`` that
+    is the feature's mean); a feature not in the map is dropped at prediction.
+    Values are validated *before* any new column is added, so a rejected
+    example leaves the map unchanged.
+
+    Parameters
+    ----------
+    ordered : {'arrival', 'sorted'}, default 'arrival'
+        'arrival': a new feature gets the next column, so columns never move
+        (the learners whose stored examples keep their columns).  'sorted':
+        columns follow the sorted names (:func:`name_key`), so a model does not
+        depend on the order in which features first appeared; a new name is
+        inserted at its place and :meth:`add` returns where the old columns
+        went, for the engine to remap its state.
+
+    Examples
+    --------
+    >>> fm = FeatureMap()
+    >>> fm.encode({"b": 2, "a": 1.5}, grow=True).tolist()
+    [2.0, 1.5]
+    >>> fm.row(fm.values({"a": 1.0, "z": 9.0})).tolist()
+    [0.0, 1.0]
+    >>> sm = FeatureMap(ordered="sorted")
+    >>> sm.add(["b"]).tolist(), sm.add(["a"]).tolist(), sm.add(["a"]), sm.names
+    ([], [1], None, ['a', 'b'])
+    """
+
+    __slots__ = ("ordered", "names", "columns")
+
+    def __init__(self, ordered: str = "arrival"):
+        if ordered not in ("arrival", "sorted"):
+            raise ValueError(f"ordered={ordered!r}: choose 'arrival' or 'sorted'")
+        self.ordered = ordered
+        self.names: list = []
+        self.columns: dict = {}
+
+    def __len__(self):
+        return len(self.names)
+
+    def lookup(self, name):
+        """The column of ``name``, or None (how kernel groups of feature names find their columns)."""
+        return self.columns.get(name)
+
+    @staticmethod
+    def _items(x: dict) -> list:
+        """``[(name, float)]`` of a dict example, every value checked (finite, real).
+
+        Plain ``float``/``int`` values take a fast path: this runs on every
+        example of a stream, where the generic ``numbers.Real`` check costs more
+        than a small model's whole compiled step.
+        """
+        out = []
+        for k, v in x.items():
+            t = type(v)
+            if t is float:
+                if v - v != 0.0:  # inf or nan
+                    check_feature_value(k, v)
+            elif t is int:
+                v = float(v)
+            else:
+                v = check_feature_value(k, v)
+            out.append((k, v))
+        return out
+
+    @classmethod
+    def values(cls, x: dict) -> dict:
+        """``{name: float}`` of a dict example, every value checked (finite, real)."""
+        return dict(cls._items(x))
+
+    def encode(self, x: dict, grow: bool = False) -> np.ndarray:
+        """The float64 row of dict example ``x`` in one pass ('arrival' maps: the adapters'
+        per-example path); with ``grow`` unseen names get columns, after every value is checked."""
+        if grow and self.ordered != "arrival":
+            raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
+        items = self._items(x)
+        cols = self.columns
+        if grow:
+            new = [k for k, _ in items if k not in cols]
+            if new:
+                self.add(new)
+        out = np.zeros(len(self.names))
+        for k, v in items:
+            c = cols.get(k)
+            if c is not None:
+                out[c] = v
+        return out
+
+    def add(self, names):
+        """Give columns to the names not in the map yet.
+
+        Returns None when no name is new, and always for 'arrival' (columns
+        never move); else, for 'sorted', the new column of every old one (an
+        int64 array), for the engine to remap its state.
+        """
+        cols = self.columns
+        new = [k for k in names if k not in cols]
+        if not new:
+            return None
+        new = list(dict.fromkeys(new))
+        if self.ordered == "arrival":
+            for k in new:
+                self.columns[k] = len(self.names)
+                self.names.append(k)
+            return None
+        old = self.names
+        self.names = sorted(old + new, key=name_key)
+        self.columns = {k: i for i, k in enumerate(self.names)}
+        return np.array([self.columns[k] for k in old], dtype=np.int64)
+
+    def row(self, values: dict, width: int | None = None) -> np.ndarray:
+        """The float64 row of checked ``values`` (see :meth:`values`), ``width`` columns long
+        (default: the map's size); names not in the map are dropped."""
+        out = np.zeros(len(self.names) if width is None else width)
+        n, cols = out.shape[0], self.columns
+        for k, v in values.items():
+            c = cols.get(k)
+            if c is not None and c < n:
+                out[c] = v
+        return out
+
+    def frame(self, X, width: int | None = None) -> np.ndarray:
+        """A pandas DataFrame -> float64 rows: unknown columns dropped, missing ones 0.
+
+        Raises ``TypeError`` for a non-numeric column and ``ValueError`` for a
+        NaN or infinite value, naming the column.
+        """
+        M = np.zeros((len(X), len(self.names) if width is None else width))
+        for name in X.columns:
+            c = self.columns.get(name)
+            if c is None or c >= M.shape[1]:
+                continue
+            try:
+                v = np.asarray(X[name], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"feature {name!r} is not numeric; encode categorical features "
+                                "(e.g. river's preprocessing.OneHotEncoder) before the learner") from None
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"feature {name!r} has a NaN or infinite value; impute or drop it before the learner")
+            M[:, c] = v
+        return M
+
+    def restore(self, names: list) -> None:
+        """Set the names of a saved map (``ValueError`` if repeated, or unsorted for 'sorted')."""
+        names = list(names)
+        if len(set(names)) != len(names):
+            raise ValueError("a feature name is listed twice")
+        if self.ordered == "sorted" and names != sorted(names, key=name_key):
+            raise ValueError("the feature names must be sorted")
+        self.names = names
+        self.columns = {k: i for i, k in enumerate(names)}
+
+
+class LabelMap:
+    """Labels (any hashable values) -> class indices.
+
+    Streams add labels in order of first appearance (:meth:`add`); the array
+    API builds the map from the sorted ``classes_`` (:meth:`from_classes`) and
+    encodes whole label arrays at once (:meth:`encode`).
+
+    Examples
+    --------
+    >>> lm = LabelMap()
+    >>> lm.add("cat"), lm.add("dog"), lm.add("cat"), lm.labels
+    (0, 1, 0, ['cat', 'dog'])
+    >>> LabelMap.from_classes(np.array([3, 7])).encode(np.array([7, 3, 7])).tolist()
+    [1, 0, 1]
+    """
+
+    __slots__ = ("labels", "index", "classes")
+
+    def __init__(self, labels=()):
+        self.labels: list = []
+        self.index: dict = {}
+        self.classes = None  # the sorted numpy classes_ of the array API
+        for y in labels:
+            if self.known(y):
+                raise ValueError(f"the label {y!r} is listed twice")
+            self.add(y)
+
+    @classmethod
+    def from_classes(cls, classes: np.ndarray) -> LabelMap:
+        """The map of sorted, unique ``classes`` (the array API's ``classes_``)."""
+        out = cls(classes.tolist())
+        out.classes = classes
+        return out
+
+    def __len__(self):
+        return len(self.labels)
+
+    def known(self, y) -> bool:
+        """Whether ``y`` has an index (``TypeError`` for an unhashable label)."""
+        try:
+            return y in self.index
+        except TypeError:
+            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+
+    def add(self, y) -> int:
+        """The index of ``y``, given the next one if it is new."""
+        idx = self.index.get(y)
+        if idx is None:
+            idx = len(self.labels)
+            self.labels.append(y)
+            self.index[y] = idx
+        return idx
+
+    def encode(self, y: np.ndarray, binary: bool = False) -> np.ndarray:
+        """Indices of a label array over :meth:`from_classes`' classes (binary: -1/+1 for the
+        first/second class); a label outside them is a ``ValueError`` that says how to declare it."""
+        classes = self.classes
+        idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+        unknown = classes[idx] != y
+        if np.any(unknown):
+            bad = y[np.argmax(unknown)]
+            raise ValueError(
+                f"y contains the label {bad!r}, which is not among the declared classes {classes.tolist()}; "
+                "declare every label with partial_fit(X, y, classes=...) on the first call"
+            )
+        if binary:
+            return np.where(idx == 1, 1, -1).astype(np.int64)
+        return idx.astype(np.int64)

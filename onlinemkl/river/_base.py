@@ -1,0 +1,132 @@
+"""The river face: one adapter base for every river estimator of onlinemkl.
+
+An adapter declares its parameters (``__init__``, which builds its engine at
+once, so a bad parameter fails at construction and not mid-stream) and how
+``learn_one``/``predict_one`` feed the engine; the rest is here, written once
+against the engine protocol (:mod:`onlinemkl.engine`): dict examples to rows
+through a :class:`onlinemkl.features.FeatureMap`, labels to indices through a
+:class:`onlinemkl.features.LabelMap`, saving (``save``,
+``_get_state``/``_set_state`` for :mod:`onlinemkl.persist`) and pickling.
+Nothing here imports scikit-learn.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..features import FeatureMap, LabelMap
+
+__all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
+
+
+def softmax_dict(labels, scores) -> dict:
+    """``{label: softmax(scores)}``, computed with the max shifted out."""
+    s = np.asarray(scores, dtype=float)
+    e = np.exp(s - s.max())
+    e /= e.sum()
+    return {lab: float(v) for lab, v in zip(labels, e)}
+
+
+def check_regression_target(y) -> float:
+    """A river regression target: a finite real number (not a bool)."""
+    if isinstance(y, bool) or not isinstance(y, numbers.Real) or not np.isfinite(y):
+        raise ValueError(f"y={y!r}: a regression target must be a finite number")
+    return float(y)
+
+
+class EngineAdapter:
+    """Mixin before river's estimator base: ``_engine``, ``_features`` and (classifiers) ``_labels``.
+
+    Subclasses call :meth:`_attach` at the end of ``__init__``.
+    """
+
+    def _attach(self, engine, features: FeatureMap, labels: LabelMap | None = None) -> None:
+        self._engine = engine
+        self._features = features
+        if labels is not None:
+            self._labels = labels
+        self._link()
+
+    def _link(self) -> None:
+        """Give the engine the feature map's lookup (for kernel groups of feature names)."""
+        self._engine.set_lookup(self._features.lookup)
+
+    def __setstate__(self, state):
+        # the engine unpickles through its protocol state, which holds no reference to the feature map
+        self.__dict__.update(state)
+        self._link()
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def _row(self, x: dict, grow: bool) -> np.ndarray:
+        """The validated float64 row of ``x`` over the engine's features; with ``grow`` new features
+        get columns (after every value is checked, so a rejected example changes nothing)."""
+        n_before = len(self._features)
+        row = self._features.encode(x, grow)
+        if len(self._features) != n_before:
+            self._engine.set_features(len(self._features), self._features.lookup)
+        return row
+
+    # -- attributes -----------------------------------------------------------------------------
+
+    @property
+    def kernel_weights_(self) -> np.ndarray:
+        return self._engine.kernel_weights()
+
+    @property
+    def n_support_(self) -> int:
+        return self._engine.n_support
+
+    # -- persistence (the onlinemkl.persist protocol) -------------------------------------------
+
+    def save(self, path):
+        """Save to ``path`` in onlinemkl's model format (not pickle); ``onlinemkl.load(path)`` reads it.
+
+        The write is atomic; see :mod:`onlinemkl.persist` for the format and
+        its limits (labels and feature names must be JSON-representable:
+        str, int, float, bool, None or tuples of them).  Returns the path.
+        To save a pipeline, use ``onlinemkl.persist.save(pipeline, path)``.
+        """
+        from ..persist import save
+
+        return save(self, path)
+
+    def _adapter_state(self):
+        """``(state, arrays)`` the adapter keeps beside the engine and the maps (e.g. a pending batch)."""
+        return {}, {}
+
+    def _restore_adapter(self, state, arrays) -> None:
+        """Restore what :meth:`_adapter_state` saved (after the engine and the maps)."""
+
+    def _check_labels(self, labels: LabelMap) -> None:
+        """Raise ``ValueError`` unless the restored labels fit the engine's outputs."""
+        if len(labels) != self._engine.n_outputs:
+            raise ValueError(f"{len(labels)} labels for {self._engine.n_outputs} outputs")
+
+    def _get_state(self):
+        params, arrays = self._engine.get_state()
+        state = {"engine": params, "features": list(self._features.names)}
+        if hasattr(self, "_labels"):
+            state["labels"] = list(self._labels.labels)
+        extra_state, extra_arrays = self._adapter_state()
+        return {**state, **extra_state}, {**arrays, **extra_arrays}
+
+    def _set_state(self, state, arrays):
+        """Restore onto a fresh adapter built from the saved parameters; a ``ValueError`` names the
+        rule an inconsistent state breaks."""
+        self._engine.set_state(state["engine"], arrays)
+        features = FeatureMap(self._features.ordered)
+        features.restore(state["features"])
+        if len(features) != self._engine.n_features:
+            raise ValueError(f"{len(features)} feature names for {self._engine.n_features} engine features")
+        if hasattr(self, "_labels"):
+            labels = LabelMap(state["labels"])
+            self._check_labels(labels)
+            self._labels = labels
+        elif getattr(self._engine, "n_outputs", 1) != 1:
+            raise ValueError(f"a regressor has 1 output; the engine has {self._engine.n_outputs}")
+        self._features = features
+        self._link()
+        self._restore_adapter(state, arrays)
