@@ -454,3 +454,16 @@ def test_dispatcher_equals_direct_calls():
             assert_array_equal(dispatch(code, b, lam, params.get(code, 0.0), w), direct[code], err_msg=f"code {code}")
             close(dispatch(code, b, lam, params.get(code, 0.0), w), naive.prox_norms(code, b, lam, params.get(code, 0.0), w), b)
         assert_array_equal(dispatch(99, b, lam, 0.0, w), b)  # unknown code: identity, no raise
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 40])
+def test_argsort_groups_is_numpys_stable_argsort(n):
+    """The prox operators' small sort: ties keep their order, NaN goes last, as numpy's stable sort."""
+    from onlinemkl._core.prox import argsort_groups
+
+    rng = np.random.default_rng(n)
+    keys = np.round(rng.normal(size=n), 1)  # ties
+    if n > 4:
+        keys[[1, 3]] = np.nan
+        keys[2] = np.inf
+    np.testing.assert_array_equal(argsort_groups(keys), np.argsort(keys, kind="stable"))

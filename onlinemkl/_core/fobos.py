@@ -149,28 +149,26 @@ def fold_implicit_group(k, n, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cu
 
 
 @njit
-def add_row_to_scores(sign, i, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
-                      codes, params, kgroup, granges, gptr, gl1, g):
+def add_row_to_scores(sign, i, kx, coef, beta, n_out, g):
     """``g[k, c] += sign * coef[i, k] * K_k(x, S_i) * beta[i, c]``: stored row ``i``'s part of
-    the raw scores of ``x`` (to correct scores after an insertion or an eviction)."""
-    F = codes.shape[0]
-    delta = np.empty(F)
+    the raw scores of ``x`` (to correct scores after an insertion or an eviction).  ``kx[k, 0] =
+    K_k(x, S_i)``, from the one-row blocked pass (:func:`kernel_row_block`) of the caller."""
+    F = coef.shape[1]
     for k in range(F):
-        delta[k] = sign * coef[i, k]
-    add_row_delta(i, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g)
+        v = sign * coef[i, k] * kx[k, 0]
+        for c in range(n_out):
+            g[k, c] += v * beta[i, c]
 
 
 @njit
-def dense_evict_norms(e, n, theta_sq, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1):
+def evict_norms(e, ge, theta_sq, coef, beta, n_out, sdiag, params):
     """Take stored example ``e`` out of every implicit group's norm (its slot is then reused).
 
-    ``||theta_k - c_ek v_e||^2 = ||theta_k||^2 - 2 c_ek theta_k.v_e + c_ek^2 ||beta_e||^2 K_k(x_e, x_e)``
-    needs the raw scores of ``x_e``: a second pass over the buffer.
+    ``||theta_k - c_ek v_e||^2 = ||theta_k||^2 - 2 c_ek theta_k.v_e + c_ek^2 ||beta_e||^2 K_k(x_e, x_e)``,
+    with ``ge`` the raw scores of ``x_e`` (:func:`dense_kernel_scores`: a second pass over the
+    buffer, run by the caller).
     """
-    F = codes.shape[0]
-    ge = np.empty((F, n_out))
-    dense_kernel_scores(S[e, :].copy(), ssq[e, :].copy(), sdiag[e, :].copy(), S, ssq, sdiag, n, codes, params,
-                        kgroup, granges, gptr, gl1, coef, beta, n_out, ge)
+    F = coef.shape[1]
     bsq = 0.0
     for c in range(n_out):
         bsq += beta[e, c] * beta[e, c]
@@ -278,9 +276,9 @@ def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, gr
 
 
 @njit
-def evict_and_merge(e, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_acc, avg_base, sigma, sigma_cum,
-                    theta_sq, codes, params, kgroup, granges, gptr, gl1, g):
-    """Take stored example ``e`` out of the model, projecting its contribution onto one partner row.
+def evict_and_merge(e, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg_base, sigma_cum, theta_sq, sdiag,
+                    params, g):
+    """Take stored example ``e`` out of the model, projecting its contribution onto partner ``j``.
 
     Group ``k`` holds ``coef_ek v_e`` with ``v_e = phi_k(x_e) (x) beta_e``.  Where a stored ``j``
     has a parallel class vector (``beta_e = rho beta_j``: always for one output, i.e. binary
@@ -288,20 +286,18 @@ def evict_and_merge(e, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_a
     ``coef_ek v_e`` along ``v_j`` is kept by ``coef_jk += a_k coef_ek`` with ``a_k = rho
     K_k(x_e, x_j) / K_k(x_j, x_j)`` (the orthogonal projection, per group); only the
     residual leaves the model.  The averaged model is treated alike: row ``e``'s accumulated
-    average moves to row ``j`` with the same factors.  Without a partner ``e`` is simply
-    removed (its share of the average with it).
+    average moves to row ``j`` with the same factors.  Without a partner (``j = -1``) ``e`` is
+    simply removed (its share of the average with it).
 
-    Updates the raw squared norms exactly (eq. 17 style, from the raw scores of ``x_e`` and,
-    when merging, of ``x_j``: a second pass) and the raw scores ``g`` of the incoming ``x``
-    (row ``e`` removed, row ``j`` changed).  Row ``e`` itself is left for the caller to
-    overwrite.  Returns the partner (-1: none).
+    Updates the raw squared norms exactly (eq. 17 style) and the raw scores ``g`` of the
+    incoming ``x`` (row ``e`` removed, row ``j`` changed), from what the caller's kernel passes
+    computed first: ``ge``/``gj`` the raw scores of ``x_e``/``x_j`` and ``kej[k] = K_k(x_e, x_j)``
+    (:func:`evict_scan`, :func:`dense_kernel_scores`), ``kxe[k, 0]``/``kxj[k, 0]`` the kernel
+    values of ``x`` against rows ``e``/``j``.  Row ``e`` itself is left for the caller to
+    overwrite.
     """
-    F = codes.shape[0]
-    ge = np.empty((F, n_out))
-    kej = np.zeros(F)
-    j = evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1, sigma, ge, kej)
-    add_row_to_scores(-1.0, e, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out,
-                      codes, params, kgroup, granges, gptr, gl1, g)
+    F = coef.shape[1]
+    add_row_to_scores(-1.0, e, kxe, coef, beta, n_out, g)
     bsq = 0.0
     for c in range(n_out):
         bsq += beta[e, c] * beta[e, c]
@@ -313,12 +309,8 @@ def evict_and_merge(e, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_a
                 tu += beta[e, c] * ge[k, c]
             v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * effective_diag(sdiag[e, k], params[k, 3])
             theta_sq[k] = v if v > 0.0 else 0.0
-        return -1
+        return
     rho, bsq_j = parallel_classes(beta, e, j, n_out)
-    gj = np.empty((F, n_out))
-    dense_kernel_scores(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy(), S, ssq, sdiag, n, codes, params,
-                        kgroup, granges, gptr, gl1, coef, beta, n_out, gj)
-    delta = np.zeros(F)
     for k in range(F):
         kee = effective_diag(sdiag[e, k], params[k, 3])
         kjj = effective_diag(sdiag[j, k], params[k, 3])
@@ -339,25 +331,9 @@ def evict_and_merge(e, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_a
         avg_acc[j, k] += coef[j, k] * (sigma_cum[k] - avg_base[j, k]) + a * ae
         avg_base[j, k] = sigma_cum[k]
         coef[j, k] += d
-        delta[k] = d
-    add_row_delta(j, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g)
-    return j
-
-
-@njit
-def add_row_delta(i, delta, x, xsq, xdiag, S, ssq, sdiag, beta, n_out, codes, params, kgroup, granges, gptr, gl1, g):
-    """``g[k, c] += delta[k] * K_k(x, S_i) * beta[i, c]`` (row ``i``'s coefficients changed by ``delta``)."""
-    F = codes.shape[0]
-    # K_k(x, S_i) through the blocked pass on the one row i (the code every score pass runs)
-    kx = np.empty((F, 1))
-    kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i, kx.shape[1], codes, params, kgroup, granges, gptr, gl1,
-                     block_work(gptr.shape[0] - 1), kx, 0)
-    for k in range(F):
-        if delta[k] == 0.0:
-            continue
-        v = delta[k] * kx[k, 0]
+        v = d * kxj[k, 0]
         for c in range(n_out):
-            g[k, c] += v * beta[i, c]
+            g[k, c] += v * beta[j, c]
 
 
 @njit
@@ -520,8 +496,24 @@ def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg
         slot = n
         if budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, n_out, sdiag, params, sigma)
-            evict_and_merge(slot, n, x, xsq, xdiag, S, ssq, sdiag, coef, beta, n_out, avg_acc, avg_base, sigma,
-                            sigma_cum, theta_sq, codes, params, kgroup, granges, gptr, gl1, g)
+            # the kernel passes the eviction needs, then its arithmetic (evict_and_merge)
+            ge = np.empty((F, n_out))
+            kej = np.zeros(F)
+            j = evict_scan(slot, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1,
+                           sigma, ge, kej)
+            work = block_work(G)
+            kxe = np.empty((F, 1))
+            kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, slot, kxe.shape[1], codes, params, kgroup, granges, gptr,
+                             gl1, work, kxe, 0)
+            gj = np.zeros((F, n_out))
+            kxj = np.zeros((F, 1))
+            if j >= 0:
+                dense_kernel_scores(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy(), S, ssq, sdiag, n, codes,
+                                    params, kgroup, granges, gptr, gl1, coef, beta, n_out, gj)
+                kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, j, kxj.shape[1], codes, params, kgroup, granges,
+                                 gptr, gl1, work, kxj, 0)
+            evict_and_merge(slot, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg_base, sigma_cum,
+                            theta_sq, sdiag, params, g)
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1

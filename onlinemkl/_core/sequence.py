@@ -36,15 +36,15 @@ from .fobos import (
     add_row_to_scores,
     apply_implicit_factors,
     choose_dense_evictee,
-    dense_evict_norms,
     dense_kernel_scores,
+    evict_norms,
     implicit_insert,
     prox_factors,
     step_size,
     SCALE_FOLD_HIGH,
     SCALE_FOLD_LOW,
 )
-from .kernels import prepare_query
+from .kernels import block_work, kernel_row_block, prepare_query
 
 # hyper
 H_LOSS = 0  # 0 structured hinge (SVM), 1 CRF
@@ -230,6 +230,9 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
     else:
         istate[I_UPDATES] += 1
     budget = int(hyper[H_BUDGET])
+    work = block_work(G)
+    kx = np.empty((F, 1))  # K_k(x_j, S_slot): the one-row blocked pass
+    ge = np.empty((F, Y))
     for i in range(L):
         usq = 0.0
         for c in range(Y):
@@ -240,10 +243,13 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
         if budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, Y, sdiag, params, sigma)
             for j in range(i, L):
-                add_row_to_scores(-1.0, slot, xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, coef, beta, Y,
-                                  codes, params, kgroup, granges, gptr, gl1, gpos[j])
-            dense_evict_norms(slot, n, theta_sq, S, ssq, sdiag, coef, beta, Y, codes, params, kgroup,
-                              granges, gptr, gl1)
+                kernel_row_block(xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, slot, kx.shape[1], codes, params, kgroup,
+                                 granges, gptr, gl1, work, kx, 0)
+                add_row_to_scores(-1.0, slot, kx, coef, beta, Y, gpos[j])
+            # the raw scores of the evicted row (a second pass), then its share of the norms
+            dense_kernel_scores(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy(), S, ssq, sdiag, n,
+                                codes, params, kgroup, granges, gptr, gl1, coef, beta, Y, ge)
+            evict_norms(slot, ge, theta_sq, coef, beta, Y, sdiag, params)
             istate[I_EVICTIONS] += 1
         else:
             n += 1
@@ -252,8 +258,9 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
         implicit_insert(slot, xs[i], xsqs[i], xdiags[i], u[i], eta, istate[I_CLOCK], S, ssq, sdiag, coef, beta,
                         tstamp, avg_acc, avg_base, sigma, sigma_cum, theta_sq, gpos[i], params, Y)
         for j in range(i + 1, L):
-            add_row_to_scores(1.0, slot, xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, coef, beta, Y,
-                              codes, params, kgroup, granges, gptr, gl1, gpos[j])
+            kernel_row_block(xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, slot, kx.shape[1], codes, params, kgroup,
+                             granges, gptr, gl1, work, kx, 0)
+            add_row_to_scores(1.0, slot, kx, coef, beta, Y, gpos[j])
 
     # gradient step on the transition group (explicit), exact norm.
     rT = eta / sigma[F]
