@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._config import njit
+from .._config import njit, njit_inline
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .scores import accumulate_block, dense_accumulation, kernel_scores, scatter_block
@@ -197,7 +197,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tst
     return n_updates, loss, yhat, updated
 
 
-@njit
+@njit_inline
 def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
                  theta_sq, istate, fstate, hyper, g, scores, mode):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
