@@ -1,23 +1,34 @@
-"""Cold start: import time, first-call compile time (empty cache), and time to first prediction
-of a new process with a warm on-disk cache.
+"""Cold start, before against after: seconds from a new interpreter to a learner's first answer.
 
-Every measurement runs in a fresh subprocess (the parent never imports onlinemkl):
+What a new user meets first is the compile time of a new process with an empty Numba cache, so
+this benchmark times exactly that, end to end, for two checkouts in the same run: ``--a`` (before,
+default ``/work/wt-base``, the old commit ad49ea8) and ``--b`` (after, default the checkout this
+file is in).  Measuring both in one run on the same machine, interleaved row by row, makes the
+ratio meaningful on a shared machine where absolute seconds drift with the load; the children's
+CPU seconds (``getrusage(RUSAGE_CHILDREN)`` deltas) are reported beside the wall time for the same
+reason.
 
-* ``import``      -- the imports the entry point needs, measured inside the child:
-                     ``from onlinemkl.river import OBSCUREClassifier`` (numba, numpy, river;
-                     not scikit-learn), ``... import ProximalMKLClassifier`` (that adapter
-                     wraps the scikit-learn estimator, so scikit-learn too), or
-                     ``from onlinemkl import OBSCUREClassifier`` (scikit-learn, not river);
-* ``first call``  -- with an EMPTY ``NUMBA_CACHE_DIR``: the first ``learn_one`` + ``predict_one``
-                     (river adapter) and the first ``fit`` + ``predict`` (array API) on a tiny
-                     data set: the one-off compile time;
-* ``warm cache``  -- the same child again with the now warm cache: ``process_wall_s`` is the
-                     parent's wall time from launching the interpreter to the child's exit right
-                     after its first prediction (target < 2 s).
+Every measurement is a fresh child process with ``PYTHONPATH=<checkout>``, its working directory
+outside both checkouts, and its own fresh empty ``NUMBA_CACHE_DIR`` (a temp dir); the parent never
+imports onlinemkl.  The children use only public APIs that exist in both versions.  Rows:
+
+* ``pipeline cold``  -- ``StandardScaler() | onlinemkl.river.OBSCUREClassifier()``: one
+  ``learn_one``, then ``predict_one``; wall time from launching the interpreter to the child
+  printing after that prediction (target <= 8 s);
+* ``pipeline warm``  -- the same child again, on the cache the cold run wrote (target <= 2 s,
+  the warm-demo target: a warm start should cost imports only);
+* ``<learner> cold`` -- every other public learner's first use, a tiny learn + predict through
+  its public API, empty cache (target <= 10 s);
+* ``demo cold`` / ``demo warm`` -- ``python -m onlinemkl.cli demo --no-progress`` to its exit,
+  with an empty cache and then again on the cache it wrote (targets <= 15 s and <= 2 s).
+
+``--repeat N`` runs each row N times (each cold run with a new empty cache) and reports the
+fastest wall time with its CPU time; every run's figures are in the JSON.  ``--quick`` keeps the
+pipeline rows and one other learner.
 
 Usage::
 
-    python benchmarks/bench_coldstart.py [--quick]
+    python benchmarks/bench_coldstart.py [--a PATH] [--b PATH] [--quick] [--repeat N]
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,75 +47,150 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_report  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parents[1]
 
 CHILD = r'''
-import json, sys, time
+import sys
 what = sys.argv[1]
-t0 = time.perf_counter()
 import numpy as np
-if what == "river_obscure":
-    from onlinemkl.river import OBSCUREClassifier
-elif what == "river_proximal":
-    from onlinemkl.river import ProximalMKLClassifier
+rng = np.random.default_rng(0)
+X = rng.normal(size=(12, 3))
+yc = np.array(["a", "b", "c"])[np.arange(12) % 3]
+yr = X[:, 0] * X[:, 1] + X[:, 2]
+rows = [{f"x{j}": float(v) for j, v in enumerate(r)} for r in X]
+if what == "pipeline":
+    from river import preprocessing
+    import onlinemkl.river
+    m = preprocessing.StandardScaler() | onlinemkl.river.OBSCUREClassifier()
+    m.learn_one(rows[0], True)
+    m.predict_one(rows[1])
+elif what in ("river_proximal", "river_proximal_regressor"):
+    import onlinemkl.river
+    reg = what.endswith("regressor")
+    m = (onlinemkl.river.ProximalMKLRegressor if reg else onlinemkl.river.ProximalMKLClassifier)(budget=6)
+    for x, y in zip(rows, yr if reg else yc):
+        m.learn_one(x, y.item())
+    m.predict_one(rows[0])
+elif what == "sequence":
+    import onlinemkl
+    m = onlinemkl.SequenceMKLLabeler(random_state=0)
+    for s in range(0, 12, 4):
+        m.learn_one(X[s:s + 4], [int(v > 0) for v in X[s:s + 4, 0]])
+    m.predict_one(X[:4])
 else:
-    from onlinemkl import OBSCUREClassifier
-t_import = time.perf_counter() - t0
-x = {"a": 0.5, "b": -1.0, "c": 2.0}
-t1 = time.perf_counter()
-if what == "river_obscure":
-    m = OBSCUREClassifier()
-    m.learn_one(x, "u"); m.learn_one({"a": -0.5, "b": 1.0, "c": 0.0}, "v")
-    m.predict_one(x)
-elif what == "river_proximal":
-    m = ProximalMKLClassifier()
-    m.learn_one(x, "u"); m.learn_one({"a": -0.5, "b": 1.0, "c": 0.0}, "v")
-    m.predict_one(x)
-elif what == "sklearn_obscure":
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 3)); y = (X[:, 0] > 0).astype(int)
-    OBSCUREClassifier(random_state=0).fit(X, y).predict(X[:5])
-t_first = time.perf_counter() - t1
-print(json.dumps({"import_s": t_import, "first_call_s": t_first, "sklearn_imported": "sklearn" in sys.modules}))
+    import onlinemkl
+    m, y = {
+        "sklearn_obscure": (lambda: onlinemkl.OBSCUREClassifier(random_state=0), yc),
+        "sklearn_proximal": (lambda: onlinemkl.ProximalMKLClassifier(n_epochs=1, random_state=0), yc),
+        "polymkl": (lambda: onlinemkl.PolyMKLRegressor(degree=2, n_iter=5, random_state=0), yr),
+        "nonlinear": (lambda: onlinemkl.NonlinearKRRRegressor(degree=2, max_iter=2, random_state=0), yr),
+    }[what]
+    m().fit(X, y).predict(X)
+import onlinemkl
+print("DONE", onlinemkl.__file__, flush=True)
 '''
 
+LEARNERS = ["river_proximal", "river_proximal_regressor", "sklearn_obscure", "sklearn_proximal",
+            "sequence", "polymkl", "nonlinear"]
+TARGETS = {"pipeline cold": 8.0, "pipeline warm": 2.0, "demo cold": 15.0, "demo warm": 2.0}
 
-def run_child(what: str, cache_dir: str) -> dict:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
-    env.pop("ONLINEMKL_NO_CACHE", None)
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, what], env=env, cwd=str(ROOT), capture_output=True,
-                         text=True, check=True)
-    wall = time.perf_counter() - t0
-    res = json.loads(out.stdout.strip().splitlines()[-1])
-    res["process_wall_s"] = wall
-    return res
+
+def child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_child(checkout: Path, cache: str, what: str) -> dict:
+    """Launch one child; wall seconds to its DONE line (or exit, for the demo) and its CPU seconds."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ONLINEMKL_NO_CACHE")}
+    env.update(PYTHONPATH=str(checkout), NUMBA_CACHE_DIR=cache)
+    cmd = ([sys.executable, "-m", "onlinemkl.cli", "demo", "--no-progress"] if what == "demo"
+           else [sys.executable, "-c", CHILD, what])
+    with tempfile.TemporaryDirectory(prefix="coldstart_cwd_") as cwd, \
+            tempfile.TemporaryFile("w+") as err:
+        cpu0, t0 = child_cpu(), time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True)
+        wall, out = None, []
+        for line in proc.stdout:
+            out.append(line)
+            if line.startswith("DONE "):
+                wall = time.perf_counter() - t0
+        code = proc.wait()
+        end = time.perf_counter() - t0
+        cpu = child_cpu() - cpu0
+        if code != 0:
+            err.seek(0)
+            raise RuntimeError(f"{what} in {checkout} exited {code}:\n{''.join(out)[-2000:]}{err.read()[-4000:]}")
+    if what != "demo":
+        loaded = out[-1].split(" ", 1)[1].strip() if out and out[-1].startswith("DONE ") else "?"
+        if not Path(loaded).resolve().is_relative_to(checkout):  # the editable install must not win
+            raise RuntimeError(f"{what}: imported onlinemkl from {loaded}, not from {checkout}")
+    return {"wall_s": wall if wall is not None else end, "cpu_s": cpu}
+
+
+def measure(checkout: Path, what: str, warm: bool) -> tuple[dict, dict | None]:
+    """A cold run in a new empty cache, and (``warm``) a second run on the cache it wrote."""
+    with tempfile.TemporaryDirectory(prefix="coldstart_nc_") as cache:
+        cold = run_child(checkout, cache, what)
+        return cold, (run_child(checkout, cache, what) if warm else None)
+
+
+def git_head(checkout: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one warm-cache repetition instead of three")
+    ap.add_argument("--a", type=Path, default=Path("/work/wt-base"), help="the 'before' checkout")
+    ap.add_argument("--b", type=Path, default=HERE, help="the 'after' checkout")
+    ap.add_argument("--quick", action="store_true", help="pipeline rows and one other learner only")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per row (fastest reported)")
+    ap.add_argument("--out", default=None, help="report name (default coldstart / coldstart_quick)")
     args = ap.parse_args(argv)
-    reps = 1 if args.quick else 3
+    sides = {"A": args.a.resolve(), "B": args.b.resolve()}
+    jobs = [("pipeline", True)] + [(w, False) for w in (LEARNERS[:1] if args.quick else LEARNERS)]
+    if not args.quick:
+        jobs.append(("demo", True))
+    runs: dict[str, dict[str, list]] = {}
+    t_start = time.perf_counter()
+    for what, warm in jobs:
+        for _ in range(args.repeat):
+            for side, checkout in sides.items():  # interleaved: A and B see the same load
+                cold, hot = measure(checkout, what, warm)
+                runs.setdefault(f"{what} cold", {}).setdefault(side, []).append(cold)
+                if hot is not None:
+                    runs.setdefault(f"{what} warm", {}).setdefault(side, []).append(hot)
+                print(f"{what:26s} {side}: cold {cold['wall_s']:6.2f} s (cpu {cold['cpu_s']:6.2f})"
+                      + (f"  warm {hot['wall_s']:5.2f} s" if hot else ""), flush=True)
+    order = [r for r in ("pipeline cold", "pipeline warm") if r in runs]
+    order += [r for r in runs if r not in order and not r.startswith("demo")]
+    order += [r for r in ("demo cold", "demo warm") if r in runs]
     rows = []
-    for what in ("river_obscure", "river_proximal", "sklearn_obscure"):
-        with tempfile.TemporaryDirectory(prefix="onlinemkl_nc_") as cache:
-            cold = run_child(what, cache)
-            warm = [run_child(what, cache) for _ in range(reps)]
-        best = min(warm, key=lambda r: r["process_wall_s"])
+    for name in order:
+        best = {s: min(runs[name][s], key=lambda r: r["wall_s"]) for s in sides}
+        target = TARGETS.get(name, 10.0)
         rows.append({
-            "entry point": what,
-            "import_s": best["import_s"],
-            "first_call_empty_cache_s": cold["first_call_s"],
-            "process_wall_empty_cache_s": cold["process_wall_s"],
-            "first_call_warm_cache_s": best["first_call_s"],
-            "process_wall_warm_cache_s": best["process_wall_s"],
-            "warm_under_2s": best["process_wall_s"] < 2.0,
-            "imports_sklearn": best["sklearn_imported"],
+            "row": name,
+            "A_s": best["A"]["wall_s"], "B_s": best["B"]["wall_s"],
+            "B/A": best["B"]["wall_s"] / best["A"]["wall_s"],
+            "target_s": target, "B_meets": best["B"]["wall_s"] <= target,
+            "A_cpu_s": best["A"]["cpu_s"], "B_cpu_s": best["B"]["cpu_s"],
+            "B/A_cpu": best["B"]["cpu_s"] / best["A"]["cpu_s"],
         })
-        print(rows[-1], flush=True)
-    notes = __doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2]
-    write_report("coldstart_quick" if args.quick else "coldstart", rows, title="Cold start", notes=notes)
+    load = os.getloadavg()
+    notes = (f"A = `{sides['A']}` ({git_head(sides['A'])}), B = `{sides['B']}` ({git_head(sides['B'])}); "
+             f"repeat {args.repeat}, fastest wall time shown with its CPU time; load average at the end "
+             f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f} on {os.cpu_count()} cores; whole run "
+             f"{time.perf_counter() - t_start:.0f} s.\n\n" + __doc__.split("\n\n")[2] + "\n\n"
+             + __doc__.split("\n\n")[3])
+    write_report(args.out or ("coldstart_quick" if args.quick else "coldstart"), rows,
+                 title="Cold start: A (before) against B (after)", notes=notes,
+                 extra={"a": str(sides["A"]), "b": str(sides["B"]), "a_head": git_head(sides["A"]),
+                        "b_head": git_head(sides["B"]), "repeat": args.repeat, "runs": runs})
 
 
 if __name__ == "__main__":
