@@ -23,12 +23,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def _stream_sum(a):
     """Sum of a C-contiguous array: the fastest plain read of every element we know.
 
-    ``fastmath`` lets LLVM reassociate the sum, so it keeps several ``<8 x double>``
-    accumulators in registers and the loads are the only bottleneck (~100 GB/s from cache on
-    the build machine).  An earlier version summed into a 16-element array without
-    ``fastmath``; LLVM kept those accumulators in memory and it ran at half that speed, a
-    floor 2x too slow that flattered every ratio against it (the library's own dot-product
-    pass read the rows faster than that "floor").
+    ``fastmath`` lets LLVM reassociate the sum, so it keeps several vector accumulators in
+    registers and the loads are the only bottleneck.  Without ``fastmath`` (e.g. summing into
+    a small array) LLVM keeps the accumulators in memory: the "floor" is then slower than a
+    plain read, and every ratio against it flatters the code measured.
     """
     v = a.reshape(a.size)
     s = 0.0
