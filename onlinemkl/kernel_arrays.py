@@ -16,6 +16,7 @@ import numpy as np
 
 from ._core import batch as _cb
 from ._core import kernels as _ck
+from ._core.state import KernelSpec, Rows
 
 __all__ = ["CompiledKernels", "resolve_group_columns", "block_kernels", "WeightedKernelSum"]
 
@@ -156,10 +157,14 @@ class CompiledKernels:
     def arrays(self):
         return self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1
 
+    def spec(self) -> KernelSpec:
+        """The arrays as the record compiled code takes (:class:`onlinemkl._core.state.KernelSpec`)."""
+        return KernelSpec(self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1)
+
     def refresh_row_caches(self, S: np.ndarray, n: int, ssq: np.ndarray, sdiag: np.ndarray) -> None:
         """Recompute a restored buffer's per-row caches (squared group norms, diagonals) from its
         first ``n`` rows; call after the shapes are checked (:meth:`check_restored`)."""
-        _ck.refresh_row_caches(S, n, *self.arrays()[:5], ssq, sdiag)
+        _ck.refresh_row_caches(Rows(S, ssq, sdiag), n, self.spec())
 
     def check_restored(self, need, what: str = "ck") -> None:
         """Check arrays restored from a file against ``kernels``: shapes, and the kernel codes,
@@ -261,14 +266,14 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
     The batch counterpart of the compiled kernel row: one matrix product per
     feature group, shared by every kernel on that group; the kernel values,
     normalisation included, are then computed from it in one compiled pass
-    (:func:`onlinemkl._core.kernels.values_from_products`).  Pass the same
+    (:func:`onlinemkl._core.batch.values_from_products`).  Pass the same
     array as ``Xq`` and ``S`` for a training set's own kernel matrices (one
     symmetric product).
     """
     F = ck.n_kernels
     nq, ns = Xq.shape[0], S.shape[0]
     out = np.empty((F, nq, ns))
-    codes, params = ck.codes, ck.params
+    codes, params, spec = ck.codes, ck.params, ck.spec()
     xdiag = np.zeros((nq, F))
     zdiag = xdiag if S is Xq else np.zeros((ns, F))
     none = np.zeros((1, 1))
@@ -278,9 +283,9 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
         _cb.stored_self_kernels(xsq, js, codes, params, xdiag)
         if S is not Xq:
             _cb.stored_self_kernels(zsq, js, codes, params, zdiag)
-        _cb.values_from_products(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1, l1 is not None,
-                                 none if sqd is None else sqd, sqd is not None,
-                                 js, codes, params, xdiag, zdiag, S is Xq, out)
+        prod = _cb.GroupProducts(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1,
+                                 none if sqd is None else sqd)
+        _cb.values_from_products(prod, l1 is not None, sqd is not None, js, spec, xdiag, zdiag, S is Xq, out)
     return out
 
 
@@ -297,6 +302,7 @@ class WeightedKernelSum:
 
     def __init__(self, S, ssq, sdiag, ck: CompiledKernels, w, block_rows: int):
         self.S, self.ck, self.w = S, ck, np.ascontiguousarray(w, dtype=np.float64)
+        self.spec = ck.spec()
         # the stored rows' diagonals, (F, ns): contiguous per kernel; a normalised kernel's are
         # already the reciprocal roots its normalisation multiplies by (stored_diag)
         self.zinv = np.ascontiguousarray(np.asarray(sdiag).T)
@@ -332,7 +338,7 @@ class WeightedKernelSum:
             sqd = _sq_distances(Xg, Sg) if flags & _ck.GROUP_SQDIST else None
             xdiag = self.xdiag[:b]
             _cb.stored_self_kernels(xsq, js, ck.codes, ck.params, xdiag)
-            _cb.weighted_sum_prep(dots, xsq, zsq, self.none if l1 is None else l1, l1 is not None,
-                                  self.none if sqd is None else sqd, sqd is not None, js,
-                                  ck.codes, ck.params, xdiag, self.zinv, self.w, acc)
+            prod = _cb.GroupProducts(dots, xsq, zsq, self.none if l1 is None else l1,
+                                     self.none if sqd is None else sqd)
+            _cb.weighted_sum_prep(prod, l1 is not None, sqd is not None, js, self.spec, xdiag, self.zinv, self.w, acc)
         return acc

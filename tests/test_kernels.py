@@ -15,6 +15,7 @@ from sklearn.metrics import pairwise
 import naive
 from onlinemkl._core import kernels as ck
 from onlinemkl._core import scores as cs
+from onlinemkl._core.state import Query, Rows, Work
 from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
 from onlinemkl.kernels import (
     RBF,
@@ -98,22 +99,19 @@ def buffer_of(S, c):
     n = S.shape[0]
     ssq = np.zeros((n, c.n_groups))
     sdiag = np.zeros((n, c.n_kernels))
-    codes, params, kgroup, granges, gptr, gl1 = c.arrays()
     for i in range(n):
-        ck.prepare_query(S[i], codes, params, kgroup, granges, gptr, ssq[i], sdiag[i])
+        ck.prepare_query(S[i], c.spec(), ssq[i], sdiag[i])
     return ssq, sdiag
 
 
 def rows(x, S, c, parallel=False, n=None):
     ssq, sdiag = buffer_of(S, c)
-    codes, params, kgroup, granges, gptr, gl1 = c.arrays()
-    xsq = np.empty(c.n_groups)
-    xdiag = np.empty(c.n_kernels)
-    ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    q = Query(x, np.empty(c.n_groups), np.empty(c.n_kernels))
+    ck.prepare_query(x, c.spec(), q.xsq, q.xdiag)
     n = S.shape[0] if n is None else n
     out = np.full((c.n_kernels, n), np.nan)
     fn = ck.kernel_row_parallel if parallel else ck.kernel_row
-    fn(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out)
+    fn(q, Rows(S, ssq, sdiag), n, c.spec(), out)
     return out
 
 
@@ -232,17 +230,16 @@ def test_kernel_scores_equal_accumulated_parallel_row(name, n, C):
     ypos = rng.integers(0, C, size=n)
     yneg = np.where(rng.random(n) < 0.5, -1, (ypos + 1) % C) if C > 1 else np.full(n, -1)
     x = rng.normal(size=d)
-    codes, params, kgroup, granges, gptr, gl1 = c.arrays()
-    xsq, xdiag = np.empty(c.n_groups), np.empty(c.n_kernels)
-    ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    spec, rows_ = c.spec(), Rows(S, ssq, sdiag)
+    q = Query(x, np.empty(c.n_groups), np.empty(c.n_kernels))
+    ck.prepare_query(x, spec, q.xsq, q.xdiag)
     g1 = np.empty((F, C))
-    cs.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, coef, ypos, yneg, g1)
+    cs.kernel_scores(q, rows_, n, spec, coef, ypos, yneg, g1)
     K = rows(x, S, c, parallel=True)
     g2 = np.empty((F, C))
     cs.accumulate_scores(K, n, coef, ypos, yneg, g2)
     g3 = np.full((F, C), np.nan)  # the fused pass over threads: per-block slots added in block order
-    cs.kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
-                              coef, ypos, yneg, g3)
+    cs.kernel_scores_parallel(q, rows_, n, spec, coef, ypos, yneg, g3)
     ref = np.zeros((F, C))
     for i in range(n):
         ref[:, ypos[i]] += coef[i, 0] * K[:, i]
@@ -322,7 +319,8 @@ def test_bspline_group_row_quantities_are_direct_and_agree_across_paths(data):
         dots, sqds, l1s = np.empty(2), np.empty(2), np.empty(2)
         per_row = np.empty((3, 2, n))
         for i in range(n):
-            ck.row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+            ck.row_quantities(Query(x, xsq, np.empty(0)), Rows(S, ssq, np.empty((0, 0))), i, c.spec(), dots, sqds,
+                              l1s)
             per_row[:, :, i] = dots, sqds, l1s
         for g, cols in enumerate((list(G2), list(G1))):
             direct = np.array([np.sum((x[cols] - S[i, cols]) ** 2) for i in range(n)])
@@ -331,7 +329,8 @@ def test_bspline_group_row_quantities_are_direct_and_agree_across_paths(data):
         scale = np.abs(S[:, list(G2)]) @ np.abs(x[list(G2)])
         assert np.all(np.abs(per_row[0, 0] - S[:, list(G2)] @ x[list(G2)]) <= 1e-14 * scale)
         blocked = np.empty((3, 2, n))
-        ck.block_quantities(x, xsq, S, 0, n, ssq, granges, gptr, gl1, *blocked)
+        work = Work(blocked[0], blocked[1], blocked[2], np.empty(n), np.empty(n, dtype=np.int64))
+        ck.block_quantities(Query(x, xsq, np.empty(0)), Rows(S, ssq, np.empty((0, 0))), 0, n, c.spec(), work)
         np.testing.assert_allclose(blocked[1:], per_row[1:], rtol=1e-14, atol=0)  # summed directly, alike
         assert np.all(np.abs(blocked[0, 0] - per_row[0, 0]) <= 1e-14 * scale)
     K = kernel_matrix(Q, S, kernels)

@@ -19,6 +19,7 @@ from onlinemkl import OBSCUREClassifier, _config
 from onlinemkl import obscure as _ob
 from onlinemkl._core import kernels as ck
 from onlinemkl._core import scores as cs
+from onlinemkl._core.state import Query, Rows
 from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
@@ -48,34 +49,33 @@ def _setup(kernels, n, d=7, seed=0):
 
     ckern = CompiledKernels(check_kernels(kernels))
     ckern.set_columns(resolve_group_columns(ckern.groups, d))
-    codes, params, kgroup, granges, gptr, gl1 = ckern.arrays()
+    spec = ckern.spec()
     rng = np.random.default_rng(seed)
     S = rng.normal(size=(n + 3, d))
     G, F = ckern.n_groups, ckern.n_kernels
     ssq = np.empty((n + 3, G))
     sdiag = np.empty((n + 3, F))
     for i in range(n + 3):
-        ck.prepare_query(S[i].copy(), codes, params, kgroup, granges, gptr, ssq[i], sdiag[i])
+        ck.prepare_query(S[i].copy(), spec, ssq[i], sdiag[i])
     x = rng.normal(size=d)
-    xsq = np.empty(G)
-    xdiag = np.empty(F)
-    ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    return x, xsq, xdiag, S, ssq, sdiag, ckern.arrays()
+    q = Query(x, np.empty(G), np.empty(F))
+    ck.prepare_query(x, spec, q.xsq, q.xdiag)
+    return q, Rows(S, ssq, sdiag), spec
 
 
-def _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays):
+def _reference_row(q, rows, n, spec):
     """The row-at-a-time loop (one row's quantities, then every kernel): the reference."""
-    codes, params, kgroup, granges, gptr, gl1 = arrays
-    G, F = gptr.shape[0] - 1, codes.shape[0]
+    codes, params, kgroup = spec.codes, spec.params, spec.kgroup
+    G, F = spec.gptr.shape[0] - 1, codes.shape[0]
     out = np.empty((F, n))
     dots, sqds, l1s = np.empty(G), np.empty(G), np.empty(G)
     for i in range(n):
-        ck.row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
+        ck.row_quantities(q, rows, i, spec, dots, sqds, l1s)
         for j in range(F):
             g = kgroup[j]
             v = ck.kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
             if params[j, 3] != 0.0:
-                v = ck.normalise(v, xdiag[j], sdiag[i, j])
+                v = ck.normalise(v, q.xdiag[j], rows.sdiag[i, j])
             out[j, i] = v
     return out
 
@@ -83,13 +83,13 @@ def _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays):
 @pytest.mark.parametrize("kset", list(KERNEL_SETS))
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 63, 64, 65, 203, 2 * ck.ROW_BLOCK + 77])
 def test_blocked_row_equals_reference_and_parallel(kset, n):
-    x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n)
-    ref = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
-    F = arrays[0].shape[0]
+    q, rows, spec = _setup(KERNEL_SETS[kset], n)
+    ref = _reference_row(q, rows, n, spec)
+    F = spec.codes.shape[0]
     serial = np.full((F, n + 3), -7.0)
     parallel = np.full((F, n + 3), -7.0)
-    ck.kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, serial)
-    ck.kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, parallel)
+    ck.kernel_row(q, rows, n, spec, serial)
+    ck.kernel_row_parallel(q, rows, n, spec, parallel)
     np.testing.assert_allclose(serial[:, :n], ref, rtol=ROW_RTOL, atol=ROW_ATOL)
     np.testing.assert_allclose(parallel[:, :n], ref, rtol=ROW_RTOL, atol=ROW_ATOL)
     assert np.all(serial[:, n:] == -7.0) and np.all(parallel[:, n:] == -7.0)  # nothing past row n written
@@ -101,8 +101,8 @@ def test_blocked_row_equals_reference_and_parallel(kset, n):
 # dense accumulation up to cs.DENSE_OUTPUTS outputs, the scatter above
 @pytest.mark.parametrize("C", [2, 6, 13])
 def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
-    x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS[kset], n, seed=3)
-    F = arrays[0].shape[0]
+    q, rows, spec = _setup(KERNEL_SETS[kset], n, seed=3)
+    F = spec.codes.shape[0]
     rng = np.random.default_rng(5)
     coef = rng.normal(size=(n + 3, F if n_coef == "F" else 1))
     ypos = rng.integers(0, C, size=n + 3)
@@ -111,8 +111,8 @@ def test_fused_scores_equal_accumulated_reference(kset, n_coef, n, C):
     ypos[: min(n, 20)] = 1
     yneg[: min(n, 20)] = 0
     g_fused = np.full((F, C), 9.0)
-    cs.kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, *arrays, coef, ypos, yneg, g_fused)
-    K = _reference_row(x, xsq, xdiag, S, ssq, sdiag, n, arrays)
+    cs.kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_fused)
+    K = _reference_row(q, rows, n, spec)
     g_ref = np.full((F, C), 9.0)
     cs.accumulate_scores(np.ascontiguousarray(K), n, coef, ypos, yneg, g_ref)
     # both equal the plain sum  sum_i coef_i K_j(x, s_i) ([ypos_i = c] - [yneg_i = c])
@@ -254,15 +254,13 @@ def test_block_kernels_symmetric_equals_general():
     np.testing.assert_allclose(K_sym, K_gen, rtol=1e-12, atol=1e-13)
     for j in range(K_sym.shape[0]):
         np.testing.assert_array_equal(K_sym[j], K_sym[j].T)
-    x, xsq, xdiag, S, ssq, sdiag, arrays = _setup(KERNEL_SETS["mixed_groups"], 0)
-    codes, params, kgroup, granges, gptr, gl1 = ckern.arrays()
     G, F = ckern.n_groups, ckern.n_kernels
     ssq = np.empty((70, G))
     sdiag = np.empty((70, F))
     for i in range(70):
-        ck.prepare_query(X[i].copy(), codes, params, kgroup, granges, gptr, ssq[i], sdiag[i])
+        ck.prepare_query(X[i].copy(), ckern.spec(), ssq[i], sdiag[i])
     row = np.empty((F, 70))
-    ck.kernel_row(X[3].copy(), ssq[3], sdiag[3], X, ssq, sdiag, 70, *ckern.arrays(), row)
+    ck.kernel_row(Query(X[3].copy(), ssq[3], sdiag[3]), Rows(X, ssq, sdiag), 70, ckern.spec(), row)
     np.testing.assert_allclose(K_sym[:, 3, :], row, rtol=1e-12, atol=1e-13)
 
 

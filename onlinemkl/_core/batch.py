@@ -11,29 +11,47 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import NamedTuple
+
 from .._config import njit
 from .kernels import BSPLINE, P_NORMALIZE, RBF, block_values, kernel_value, ladder_base, stored_diag
+from .state import Work
+
+
+class GroupProducts(NamedTuple):
+    """One feature group's products between queries ``x_a`` and stored rows ``z_i``: the dot
+    products ``dots[a, i]``, the squared norms ``xsq[a]``, ``zsq[i]``, and where the group needs
+    them the L1 distances ``l1[a, i]`` and directly summed squared distances ``sqd[a, i]``
+    (``(1, 1)`` placeholders otherwise)."""
+
+    dots: np.ndarray
+    xsq: np.ndarray
+    zsq: np.ndarray
+    l1: np.ndarray
+    sqd: np.ndarray
 
 
 @njit
-def values_from_products(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, js, codes, params, xdiag, zdiag, symmetric, out):
+def values_from_products(prod, use_l1, use_sqd, js, spec, xdiag, zdiag, symmetric, out):
     """Every kernel ``j in js`` of one group from its matrix of dot products.
 
-    ``dots[a, i] = x_a . z_i``, ``xsq``/``zsq`` the squared group norms, ``l1`` the L1
-    distances (read only if ``use_l1``), ``sqd`` the squared distances summed directly (read
-    only if ``use_sqd``, the groups flagged ``GROUP_SQDIST``; otherwise they come from the
-    norms and ``dots``), ``xdiag[a, j]`` / ``zdiag[i, j]`` the self-kernel values in the stored
-    form (:func:`~onlinemkl._core.kernels.stored_diag`).  Writes ``out[j, a, i]`` row by row.
-    ``symmetric``: the queries are the stored rows themselves (a training set's own kernel
-    matrices, ``dots`` symmetric): only ``i >= a`` is computed and mirrored, which gives the
-    same numbers (every formula is symmetric in its two arguments) at half the cost.
+    ``prod`` is a :class:`GroupProducts`: ``dots[a, i] = x_a . z_i``, ``xsq``/``zsq`` the squared
+    group norms, ``l1`` the L1 distances (read only if ``use_l1``), ``sqd`` the squared
+    distances summed directly (read only if ``use_sqd``, the groups flagged ``GROUP_SQDIST``;
+    otherwise they come from the norms and ``dots``).  ``xdiag[a, j]`` / ``zdiag[i, j]`` are the
+    self-kernel values in the stored form (:func:`~onlinemkl._core.kernels.stored_diag`).
+    Writes ``out[j, a, i]`` row by row.  ``symmetric``: the queries are the stored rows
+    themselves (a training set's own kernel matrices, ``dots`` symmetric): only ``i >= a`` is
+    computed and mirrored, which gives the same numbers (every formula is symmetric in its two
+    arguments) at half the cost.
     """
+    dots, xsq, zsq, l1, sqd = prod
+    codes, params = spec.codes, spec.params
     nq = dots.shape[0]
     ns = dots.shape[1]
     d2 = np.empty(ns)
     zero = np.zeros(ns)
-    scratch = np.empty(ns)
-    bits = np.empty(ns, dtype=np.int64)
+    work = Work(zero, zero, zero, np.empty(ns), np.empty(ns, dtype=np.int64))
     for a in range(nq):
         i0 = a if symmetric else 0
         xa = xsq[a]
@@ -47,8 +65,13 @@ def values_from_products(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, js, codes, pa
         m = ns - i0
         for k in range(js.shape[0]):
             j = js[k]
-            block_values(j, codes[j], params[j], dots[a, i0:], d2[i0:], l1[a, i0:] if use_l1 else zero[i0:], m,
-                         xdiag[a, j], zdiag, i0, out[j, a], i0, out[ladder_base(params[j], j), a], scratch, bits)
+            oj = out[j, a]
+            block_values(codes[j], params[j], dots[a, i0:], d2[i0:], l1[a, i0:] if use_l1 else zero[i0:], m, oj, i0,
+                         out[ladder_base(params[j], j), a], work)
+            if params[j, P_NORMALIZE] != 0.0:
+                xj = xdiag[a, j]
+                for i in range(i0, ns):
+                    oj[i] = (oj[i] * zdiag[i, j]) * xj
     if symmetric:
         T = 64
         for k in range(js.shape[0]):
@@ -71,29 +94,27 @@ def stored_self_kernels(gsq, js, codes, params, out):
 
 
 @njit
-def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, js, codes, params, xdiag, zinv, w, acc):
+def weighted_sum_prep(prod, use_l1, use_sqd, js, spec, xdiag, zinv, w, acc):
     """``acc[a, i] += sum_j w_j K_j(x_a, z_i)`` over one group's kernels ``js`` (in index order).
 
     Row by row: the squared distances, then each kernel's raw values with
     :func:`~onlinemkl._core.kernels.block_values`, then ``acc`` gains them times ``w_j`` and, for
     a normalised kernel, the two reciprocal roots of the diagonals: ``(w_j rx) K_j(x, z)
     zinv[j, i]`` with ``rx`` the query's and ``zinv[j, i]`` the stored row's diagonal in the
-    stored form, ``1/sqrt(K_j(., .))`` (0 where it is not positive).  ``l1``/``use_l1`` and
-    ``sqd``/``use_sqd`` as in :func:`values_from_products`.  The kernels of a ladder
+    stored form, ``1/sqrt(K_j(., .))`` (0 where it is not positive).  ``prod``, ``use_l1`` and
+    ``use_sqd`` as in :func:`values_from_products`.  The kernels of a ladder
     (:func:`~onlinemkl._core.kernels.ladder_value`) read their base's values, which come
     earlier in ``js``.
     """
+    dots, xsq, zsq, l1, sqd = prod
+    codes, params = spec.codes, spec.params
     nq = dots.shape[0]
     ns = dots.shape[1]
     F = codes.shape[0]
     d2 = np.empty(ns)
     vals = np.empty((F, ns))
-    scratch = np.empty(ns)
-    bits = np.empty(ns, dtype=np.int64)
     zero = np.zeros(ns)
-    zero2 = np.zeros((1, 1))
-    params_raw = params.copy()
-    params_raw[:, P_NORMALIZE] = 0.0
+    work = Work(zero, zero, zero, np.empty(ns), np.empty(ns, dtype=np.int64))
     need_d2 = False
     for k in range(js.shape[0]):
         need_d2 = need_d2 or codes[js[k]] == RBF or codes[js[k]] == BSPLINE
@@ -109,8 +130,8 @@ def weighted_sum_prep(dots, xsq, zsq, l1, use_l1, sqd, use_sqd, js, codes, param
                     d2[i] = v if v > 0.0 else 0.0
         for k in range(js.shape[0]):
             j = js[k]
-            block_values(j, codes[j], params_raw[j], dots[a], d2, l1[a] if use_l1 else zero,
-                         ns, 0.0, zero2, 0, vals[j], 0, vals[ladder_base(params[j], j)], scratch, bits)
+            block_values(codes[j], params[j], dots[a], d2, l1[a] if use_l1 else zero, ns, vals[j], 0,
+                         vals[ladder_base(params[j], j)], work)
             wj = w[j]
             if params[j, P_NORMALIZE] != 0.0:
                 wx = wj * xdiag[a, j]

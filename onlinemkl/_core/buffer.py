@@ -39,18 +39,18 @@ def put_row(dst, i, src):
 
 
 @njit
-def store(slot, x, xsq, xdiag, cpos, cneg, c, stamp, S, ssq, sdiag, ypos, yneg, coef, tstamp):
-    """Write one example into ``slot`` (an append, or the slot of an evicted example).
-
-    ``c`` is a length-A array of raw coefficients.
+def store(slot, q, cpos, cneg, c, stamp, buf):
+    """Write the query ``q`` (:class:`~onlinemkl._core.state.Query`) into ``slot`` of the buffer
+    ``buf`` (:class:`~onlinemkl._core.state.LabelledRows`): an append, or the slot of an evicted
+    example.  ``c`` is a length-A array of raw coefficients.
     """
-    put_row(S, slot, x)
-    put_row(ssq, slot, xsq)
-    put_row(sdiag, slot, xdiag)
-    ypos[slot] = cpos
-    yneg[slot] = cneg
-    put_row(coef, slot, c)
-    tstamp[slot] = stamp
+    put_row(buf.S, slot, q.x)
+    put_row(buf.ssq, slot, q.xsq)
+    put_row(buf.sdiag, slot, q.xdiag)
+    buf.ypos[slot] = cpos
+    buf.yneg[slot] = cneg
+    put_row(buf.coef, slot, c)
+    buf.tstamp[slot] = stamp
 
 
 @njit
@@ -84,21 +84,6 @@ def choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, weight_sq):
             best_val = val
             best = i
     return best
-
-
-@njit
-def remove_swap(slot, n, S, ssq, sdiag, ypos, yneg, coef, tstamp):
-    """Remove ``slot`` by moving the last stored example into it; returns the new count."""
-    last = n - 1
-    if slot != last:
-        put_row(S, slot, S[last])
-        put_row(ssq, slot, ssq[last])
-        put_row(sdiag, slot, sdiag[last])
-        ypos[slot] = ypos[last]
-        yneg[slot] = yneg[last]
-        put_row(coef, slot, coef[last])
-        tstamp[slot] = tstamp[last]
-    return last
 
 
 @njit

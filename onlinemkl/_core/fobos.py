@@ -39,6 +39,7 @@ from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, pr
 from .losses import loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 from .scores import accumulate_per_kernel
+from .state import KernelSpec, Query, Rows
 
 # hyper (read-only settings)
 H_LOSS = 0
@@ -79,8 +80,7 @@ SCALE_FOLD_HIGH = 1e6
 
 
 @njit
-def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
-                        coef, beta, n_out, g):
+def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
     """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass.
 
     The buffer is read in blocks of :data:`ROW_BLOCK` rows, as OBSCURE's fused pass
@@ -89,17 +89,16 @@ def dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, 
     product for every (kernel, output) pair).  Every pass that scores against the buffer goes
     through this function, so they all sum alike.
     """
-    G = gptr.shape[0] - 1
-    F = codes.shape[0]
+    F = spec.codes.shape[0]
     for k in range(F):
         for c in range(n_out):
             g[k, c] = 0.0
-    work = block_work(G)
+    work = block_work(spec.gptr.shape[0] - 1)
     kv = np.empty((F, ROW_BLOCK))
     bt = np.empty((n_out, ROW_BLOCK))
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
         accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
 
 
@@ -223,7 +222,7 @@ def parallel_classes(beta, e, j, n_out):
 
 
 @njit
-def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1, sigma, ge, kej):
+def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
     """One pass over the buffer for stored example ``e`` (about to be evicted).
 
     Fills ``ge[k, c]``, the raw scores of ``x_e`` (``theta_k . v_e = sum_c beta_ec ge[k, c]``), and
@@ -232,14 +231,13 @@ def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, gr
     K_k(x_e, x_j)^2 / K_k(x_j, x_j)`` (the squared norm of its projection); ``kej[k] =
     K_k(x_e, x_j)``.  Returns -1 when no row qualifies.
     """
-    G = gptr.shape[0] - 1
-    F = codes.shape[0]
+    G = spec.gptr.shape[0] - 1
+    F = spec.codes.shape[0]
+    params, sdiag = spec.params, rows.sdiag
     for k in range(F):
         for c in range(n_out):
             ge[k, c] = 0.0
-    xe = S[e, :].copy()
-    xsq = ssq[e, :].copy()
-    xdiag = sdiag[e, :].copy()
+    qe = Query(rows.S[e, :].copy(), rows.ssq[e, :].copy(), sdiag[e, :].copy())
     # The kernel values of x_e against a block of rows at once (the blocked pass of the scores),
     # then the scalar bookkeeping row by row, in order.
     work = block_work(G)
@@ -248,7 +246,7 @@ def evict_scan(e, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, gr
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(xe, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, kv, 0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
         for t in range(m):
             i = i0 + t
             for c in range(n_out):
@@ -340,13 +338,12 @@ def evict_and_merge(e, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg
 def fobos_scores(x, S, ssq, sdiag, coef, beta, codes, params, kgroup, granges, gptr, gl1,
                  W, xgranges, xgptr, sigma, n, n_out, g, scores):
     """Scores ``s_c = sum_k sigma_k g[k, c]`` of one example (no update)."""
+    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
     G = gptr.shape[0] - 1
     F = codes.shape[0]
-    xsq = np.empty(G)
-    xdiag = np.empty(F)
-    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
-                        coef, beta, n_out, g)
+    q = Query(x, np.empty(G), np.empty(F))
+    prepare_query(x, spec, q.xsq, q.xdiag)
+    dense_kernel_scores(q, Rows(S, ssq, sdiag), n, spec, coef, beta, n_out, g)
     explicit_scores(x, W, xgranges, xgptr, n_out, F, g)
     P = sigma.shape[0]
     for c in range(n_out):
@@ -468,11 +465,13 @@ def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg
     n = istate[I_N]
 
     # 1. scores of x: one pass over the buffer, plus the explicit groups.
+    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
+    rows = Rows(S, ssq, sdiag)
     xsq = np.empty(G)
     xdiag = np.empty(F)
-    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-    dense_kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
-                        coef, beta, n_out, g)
+    prepare_query(x, spec, xsq, xdiag)
+    q = Query(x, xsq, xdiag)
+    dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g)
     explicit_scores(x, W, xgranges, xgptr, n_out, F, g)
     combine_scores(g, sigma, n_out, scores)
 
@@ -499,19 +498,16 @@ def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg
             # the kernel passes the eviction needs, then its arithmetic (evict_and_merge)
             ge = np.empty((F, n_out))
             kej = np.zeros(F)
-            j = evict_scan(slot, n, S, ssq, sdiag, coef, beta, n_out, codes, params, kgroup, granges, gptr, gl1,
-                           sigma, ge, kej)
+            j = evict_scan(slot, n, rows, spec, coef, beta, n_out, sigma, ge, kej)
             work = block_work(G)
             kxe = np.empty((F, 1))
-            kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, slot, kxe.shape[1], codes, params, kgroup, granges, gptr,
-                             gl1, work, kxe, 0)
+            kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe, 0)
             gj = np.zeros((F, n_out))
             kxj = np.zeros((F, 1))
             if j >= 0:
-                dense_kernel_scores(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy(), S, ssq, sdiag, n, codes,
-                                    params, kgroup, granges, gptr, gl1, coef, beta, n_out, gj)
-                kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, j, kxj.shape[1], codes, params, kgroup, granges,
-                                 gptr, gl1, work, kxj, 0)
+                qj = Query(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy())
+                dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
+                kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj, 0)
             evict_and_merge(slot, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg_base, sigma_cum,
                             theta_sq, sdiag, params, g)
             istate[I_EVICTIONS] += 1
@@ -581,8 +577,9 @@ def theta_sq_dense_from_buffer(S, ssq, sdiag, coef, beta, n, n_out, codes, param
     out = np.zeros(F)
     g = np.empty((F, n_out))
     for i in range(n):
-        dense_kernel_scores(S[i, :].copy(), ssq[i, :].copy(), sdiag[i, :].copy(), S, ssq, sdiag, n, codes,
-                            params, kgroup, granges, gptr, gl1, coef, beta, n_out, g)
+        qi = Query(S[i, :].copy(), ssq[i, :].copy(), sdiag[i, :].copy())
+        dense_kernel_scores(qi, Rows(S, ssq, sdiag), n, KernelSpec(codes, params, kgroup, granges, gptr, gl1), coef,
+                            beta, n_out, g)
         for k in range(F):
             acc = 0.0
             for c in range(n_out):

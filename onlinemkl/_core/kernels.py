@@ -51,6 +51,7 @@ import numba
 import numpy as np
 
 from .._config import njit, njit_contract, njit_inline, njit_parallel, njit_sum
+from .state import Work
 
 LINEAR = 0
 POLYNOMIAL = 1
@@ -327,8 +328,11 @@ def self_kernels(x, codes, params, kgroup, gsq, out):
 
 
 @njit
-def row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s):
-    """Dot products, squared and L1 distances of ``x`` and buffer row ``i`` per group."""
+def row_quantities(q, rows, i, spec, dots, sqds, l1s):
+    """Dot products, squared and L1 distances of the query ``q`` and stored row ``i`` per group
+    (``q``, ``rows``, ``spec``: :class:`~onlinemkl._core.state.Query`, ``Rows``, ``KernelSpec``)."""
+    x, xsq, S, ssq = q.x, q.xsq, rows.S, rows.ssq
+    granges, gptr, gl1 = spec.granges, spec.gptr, spec.gl1
     G = gptr.shape[0] - 1
     for g in range(G):
         acc1 = 0.0
@@ -355,18 +359,19 @@ def row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s):
 
 
 @njit
-def prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag):
-    """The per-query quantities every row function needs: group norms and ``K_j(x, x)``."""
-    group_sqnorms(x, granges, gptr, xsq)
-    self_kernels(x, codes, params, kgroup, xsq, xdiag)
+def prepare_query(x, spec, xsq, xdiag):
+    """The per-query quantities every row function needs: group norms ``xsq`` and ``K_j(x, x)``
+    (in the stored form) ``xdiag``."""
+    group_sqnorms(x, spec.granges, spec.gptr, xsq)
+    self_kernels(x, spec.codes, spec.params, spec.kgroup, xsq, xdiag)
 
 
 @njit
-def refresh_row_caches(S, n, codes, params, kgroup, granges, gptr, ssq, sdiag):
+def refresh_row_caches(rows, n, spec):
     """``ssq[:n]`` and ``sdiag[:n]`` recomputed from the stored rows ``S[:n]`` (:func:`prepare_query`
     row by row): they are derived from the rows, so a restored model does not trust a file's copies."""
     for i in range(n):
-        prepare_query(S[i], codes, params, kgroup, granges, gptr, ssq[i], sdiag[i])
+        prepare_query(rows.S[i], spec, rows.ssq[i], rows.sdiag[i])
 
 
 @njit
@@ -379,9 +384,12 @@ def effective_diag(stored, normalized):
 
 
 @njit
-def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s):
-    """:func:`row_quantities` for the ``m`` buffer rows ``i0 .. i0+m-1`` at once:
-    ``dots[g, t]``, ``sqds[g, t]``, ``l1s[g, t]`` for row ``i0 + t``."""
+def block_quantities(q, rows, i0, m, spec, work):
+    """:func:`row_quantities` for the ``m`` stored rows ``i0 .. i0+m-1`` at once, into ``work``:
+    ``work.dots[g, t]``, ``work.sqds[g, t]``, ``work.l1s[g, t]`` for row ``i0 + t``."""
+    x, xsq, S, ssq = q.x, q.xsq, rows.S, rows.ssq
+    granges, gptr, gl1 = spec.granges, spec.gptr, spec.gl1
+    dots, sqds, l1s = work.dots, work.sqds, work.l1s
     G = gptr.shape[0] - 1
     for g in range(G):
         r0 = gptr[g]
@@ -408,14 +416,15 @@ def block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
 
 
 @njit
-def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0, base, scratch, bits):
-    """Kernel ``j``'s values on a block: ``out[o0 + t] = K_j(x, S_{i0+t})`` for ``t < m``.
+def block_values(code, p, dots, sqds, l1s, m, out, o0, base, work):
+    """One kernel's raw (unnormalised) values on a block: ``out[o0 + t]`` from the shared
+    quantities ``dots[t]``, ``sqds[t]``, ``l1s[t]`` for ``t < m``.
 
     The kind is dispatched once per block, not once per row, and each loop has a straight
-    body; the formulas are those of :func:`kernel_value` and :func:`normalise`.  ``base`` holds
-    the block's values of kernel :func:`ladder_base` at the same offsets (computed before: a
-    ladder's base has a lower index); read only by a ladder kernel.  ``scratch`` (float64) and
-    ``bits`` (int64) are work space of ``>= m`` entries.
+    body; the formulas are those of :func:`kernel_value`.  ``base`` holds the block's values of
+    the kernel's ladder base (:func:`ladder_base`) at the same offsets (computed before: a
+    ladder's base has a lower index); read only by a ladder kernel.  ``work.scratch`` and
+    ``work.bits`` are work space of ``>= m`` entries.
     """
     if code == LINEAR:
         for t in range(m):
@@ -441,65 +450,67 @@ def block_values(j, code, p, dots, sqds, l1s, m, xdiag_j, sdiag, i0, out, o0, ba
                 out[o0 + t] = v
     elif code == RBF or code == LAPLACIAN:
         if code == RBF and p[P_LADDER_K] >= 2.0:
-            ladder_block(base, m, int(p[P_LADDER_K]), p[P_LADDER_LO], out, o0, scratch)
+            ladder_block(base, m, int(p[P_LADDER_K]), p[P_LADDER_LO], out, o0, work.scratch)
         else:
             src = sqds if code == RBF else l1s
             ng = -p[0]
+            scratch = work.scratch
             for t in range(m):
                 scratch[t] = ng * src[t]
-            exp_neg_block(scratch, m, out, o0, bits)
+            exp_neg_block(scratch, m, out, o0, work.bits)
     else:  # BSPLINE
         h = p[0]
         for t in range(m):
             v = 1.0 - np.sqrt(sqds[t]) / h
             out[o0 + t] = v if v > 0.0 else 0.0
-    if p[P_NORMALIZE] != 0.0:
-        for t in range(m):
-            out[o0 + t] = (out[o0 + t] * sdiag[i0 + t, j]) * xdiag_j
 
 
 @njit
-def kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, out, o0):
+def kernel_row_block(q, rows, i0, m, spec, work, out, o0):
     """``out[j, o0 + t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
-    quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`).
+    quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`),
+    normalised where the kernel is (:func:`normalise`, as the per-row path).
 
-    ``work`` is a :func:`block_work` tuple.  Every blocked pass over the buffer goes through here.
+    ``q``, ``rows``, ``spec``, ``work``: :class:`~onlinemkl._core.state.Query`, ``Rows``,
+    ``KernelSpec``, ``Work`` (:func:`block_work`).  Every blocked pass over the buffer goes
+    through here.
     """
-    dots, sqds, l1s, scratch, bits = work
-    block_quantities(x, xsq, S, i0, m, ssq, granges, gptr, gl1, dots, sqds, l1s)
-    for j in range(codes.shape[0]):
-        g = kgroup[j]
-        block_values(j, codes[j], params[j], dots[g], sqds[g], l1s[g], m, xdiag[j], sdiag, i0, out[j], o0,
-                     out[ladder_base(params[j], j)], scratch, bits)
+    block_quantities(q, rows, i0, m, spec, work)
+    params, sdiag, xdiag = spec.params, rows.sdiag, q.xdiag
+    for j in range(spec.codes.shape[0]):
+        g = spec.kgroup[j]
+        oj = out[j]
+        block_values(spec.codes[j], params[j], work.dots[g], work.sqds[g], work.l1s[g], m, oj, o0,
+                     out[ladder_base(params[j], j)], work)
+        if params[j, P_NORMALIZE] != 0.0:
+            xj = xdiag[j]
+            for t in range(m):
+                oj[o0 + t] = (oj[o0 + t] * sdiag[i0 + t, j]) * xj
 
 
 @njit
 def block_work(n_groups):
-    """Scratch of one blocked pass: per-group dot products, squared and L1 distances of a block,
-    and the float and integer work space of :func:`block_values`."""
-    return (np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)),
-            np.empty(ROW_BLOCK), np.empty(ROW_BLOCK, dtype=np.int64))
+    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`)."""
+    return Work(np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)),
+                np.empty(ROW_BLOCK), np.empty(ROW_BLOCK, dtype=np.int64))
 
 
 @njit
-def kernel_row(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out):
-    """Kernel values of ``x`` against buffer rows ``0..n-1``: ``out[j, i] = K_j(x, S_i)``.
+def kernel_row(q, rows, n, spec, out):
+    """Kernel values of the query against stored rows ``0..n-1``: ``out[j, i] = K_j(x, S_i)``.
 
-    ``xsq``/``xdiag`` come from :func:`prepare_query`; ``ssq[n, G]`` are the
-    rows' squared group norms and ``sdiag[n, F]`` their self-kernel values (:func:`stored_diag`).
-    One pass over the buffer in blocks of :data:`ROW_BLOCK` rows.
+    ``q.xsq``/``q.xdiag`` come from :func:`prepare_query`.  One pass over the buffer in blocks of
+    :data:`ROW_BLOCK` rows.
     """
-    work = block_work(gptr.shape[0] - 1)
+    work = block_work(spec.gptr.shape[0] - 1)
     for i0 in range(0, n, ROW_BLOCK):
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, min(ROW_BLOCK, n - i0), codes, params, kgroup, granges,
-                         gptr, gl1, work, out, i0)
+        kernel_row_block(q, rows, i0, min(ROW_BLOCK, n - i0), spec, work, out, i0)
 
 
 @njit_parallel
-def kernel_row_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out):
+def kernel_row_parallel(q, rows, n, spec, out):
     """:func:`kernel_row` with blocks of rows spread over threads (the same values)."""
-    G = gptr.shape[0] - 1
+    G = spec.gptr.shape[0] - 1
     for b in numba.prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         i0 = b * ROW_BLOCK
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, min(ROW_BLOCK, n - i0), codes, params, kgroup, granges,
-                         gptr, gl1, block_work(G), out, i0)
+        kernel_row_block(q, rows, i0, min(ROW_BLOCK, n - i0), spec, block_work(G), out, i0)

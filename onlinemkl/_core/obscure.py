@@ -25,12 +25,15 @@ Crammer-Singer joint feature map with ``C`` outputs.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._config import njit, njit_inline
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .scores import accumulate_block, dense_accumulation, kernel_scores, scatter_block
+from .state import Query, Rows
 
 # Indices into the ``hyper`` array (read-only settings).
 H_Q = 0  # dual exponent q = p / (p - 1)
@@ -60,6 +63,20 @@ F_S = 1  # stage-2 s_t
 F_LOSS_SUM = 2  # sum of online losses (for the running estimate of R)
 F_LOSS_N = 3
 N_FSTATE = 4
+
+class ObscureState(NamedTuple):
+    """An OBSCURE model's state beside its buffer: ``theta_sq[F]`` (``||raw theta^j||^2``), the
+    integer and float counters ``istate``/``fstate`` (``I_*``, ``F_*``), the read-only settings
+    ``hyper`` (``H_*``), and scratch for the raw per-kernel scores ``g[F, C]`` and the output
+    scores ``scores[C]``."""
+
+    theta_sq: np.ndarray
+    istate: np.ndarray
+    fstate: np.ndarray
+    hyper: np.ndarray
+    g: np.ndarray
+    scores: np.ndarray
+
 
 # Where obscure_step's raw scores come from (its ``mode``).
 FUSED = 0
@@ -150,8 +167,7 @@ def hinge_step_direction(scores, y, n_out, binary):
 
 
 @njit
-def obscure_run(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup,
-                granges, gptr, gl1, theta_sq, istate, fstate, hyper, g, scores, mode):
+def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
     """Steps (or predictions) on the rows ``X[order]`` with labels ``Yi``: the one compiled entry point.
 
     Learning one example, predicting one and ``fit``'s passes all come through here, so a new
@@ -161,9 +177,11 @@ def obscure_run(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tst
     is the training index of stored row ``s``, kept up to date here) instead of being
     recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  Returns ``(n_updates, loss,
     yhat, updated)``, the last three of the last example.  The caller guarantees capacity for
-    ``len(order)`` more rows.
+    ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: :class:`~onlinemkl._core.state.LabelledRows`,
+    :class:`~onlinemkl._core.state.KernelSpec`, :class:`ObscureState`.
     """
-    F = codes.shape[0]
+    F = spec.codes.shape[0]
+    coef, ypos, yneg, g, istate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate
     n_updates = 0
     dense = dense_accumulation(coef, g)
     gather = mode == FROM_MATRIX
@@ -187,9 +205,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tst
                 else:
                     scatter_block(kv, m, coef, i0, ypos, yneg, g)
             step_mode = SCORES_GIVEN
-        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params,
-                                                 kgroup, granges, gptr, gl1, theta_sq, istate, fstate, hyper, g,
-                                                 scores, step_mode)
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode)
         if updated:
             n_updates += 1
             if gather:
@@ -198,8 +214,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, S, ssq, sdiag, ypos, yneg, coef, tst
 
 
 @njit_inline
-def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, kgroup, granges, gptr, gl1,
-                 theta_sq, istate, fstate, hyper, g, scores, mode):
+def obscure_step(x, y, buf, spec, st, mode):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``mode`` says where the raw
@@ -214,8 +229,12 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
     ``slot`` the buffer row the example was stored in (-1: not stored).
     The caller guarantees capacity for one more stored example.
     """
-    G = gptr.shape[0] - 1
-    F = codes.shape[0]
+    S, ssq, sdiag, ypos, yneg, coef, tstamp = buf
+    theta_sq, istate, fstate, hyper, g, scores = st
+    params = spec.params
+    rows = Rows(S, ssq, sdiag)
+    G = spec.gptr.shape[0] - 1
+    F = spec.codes.shape[0]
     q = hyper[H_Q]
     lam = hyper[H_LAM]
     binary = hyper[H_BINARY] != 0.0
@@ -224,10 +243,10 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
 
     xsq = np.empty(G)
     xdiag = np.empty(F)
-    prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+    prepare_query(x, spec, xsq, xdiag)
+    query = Query(x, xsq, xdiag)
     if mode != SCORES_GIVEN:
-        kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1,
-                      coef, ypos, yneg, g)
+        kernel_scores(query, rows, n, spec, coef, ypos, yneg, g)
     a = np.empty(F)
     mirror_weights(theta_sq, q, a)
     class_scores(g, a, fstate[F_SCALE], n_out, scores)
@@ -291,11 +310,10 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
             slot = choose_evictee(int(hyper[H_POLICY]), n, tstamp, coef, yneg, sdiag, params, wsq)
             # theta^j . u_e (the scores of x_e: a second pass over the buffer) and K_j(x, x_e)
             ge = np.empty_like(g)
-            kernel_scores(S[slot, :x.shape[0]].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy(), S, ssq, sdiag, n,
-                          codes, params, kgroup, granges, gptr, gl1, coef, ypos, yneg, ge)
+            qe = Query(S[slot, :x.shape[0]].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy())
+            kernel_scores(qe, rows, n, spec, coef, ypos, yneg, ge)
             kx = np.empty((F, 1))
-            kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, slot, kx.shape[1], codes, params, kgroup, granges, gptr,
-                             gl1, block_work(G), kx, 0)
+            kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
             evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
             istate[I_EVICTIONS] += 1
         else:
@@ -303,7 +321,7 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
         cvec = np.empty(coef.shape[1])
         cvec[:] = r
         update_norms_add(theta_sq, g, cpos, cneg, cvec, xdiag, params)
-        store(slot, x, xsq, xdiag, cpos, cneg, cvec, istate[I_CLOCK], S, ssq, sdiag, ypos, yneg, coef, tstamp)
+        store(slot, query, cpos, cneg, cvec, istate[I_CLOCK], buf)
 
     if hyper[H_STAGE] == 2.0:
         # Projection onto ||theta||_{2,q} <= q R (keeps ||w||_{2,p} <= R).
@@ -319,17 +337,17 @@ def obscure_step(x, y, S, ssq, sdiag, ypos, yneg, coef, tstamp, codes, params, k
 
 
 @njit
-def theta_sq_from_buffer(S, ssq, sdiag, ypos, yneg, coef, n, codes, params, kgroup, granges, gptr, gl1, n_out):
+def theta_sq_from_buffer(buf, n, spec, n_out):
     """Recompute ``||raw theta^j||^2`` from the buffer (O(n^2); tests and repairs)."""
-    F = codes.shape[0]
+    S, ssq, sdiag, ypos, yneg, coef, _ = buf
+    rows = Rows(S, ssq, sdiag)
+    F = spec.codes.shape[0]
     out = np.zeros(F)
     g = np.empty((F, n_out))
     per_kernel = 1 if coef.shape[1] > 1 else 0
     d = S.shape[1]
     for i in range(n):
-        xi = S[i, :d].copy()
-        kernel_scores(xi, ssq[i, :].copy(), sdiag[i, :].copy(), S, ssq, sdiag, n, codes, params, kgroup,
-                      granges, gptr, gl1, coef, ypos, yneg, g)
+        kernel_scores(Query(S[i, :d].copy(), ssq[i, :].copy(), sdiag[i, :].copy()), rows, n, spec, coef, ypos, yneg, g)
         for j in range(F):
             v = g[j, ypos[i]]
             if yneg[i] >= 0:

@@ -85,26 +85,25 @@ def scatter_block(kv, m, coef, i0, ypos, yneg, g_out):
 
 
 @njit
-def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, coef, ypos, yneg,
-                  g_out):
+def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     """The fused hot loop: per-kernel scores of ``x`` in one pass over the buffer.
 
     ``g_out[j, c] = sum_i coef[i, j or 0] * ([ypos_i = c] - [yneg_i = c]) * K_j(S_i, x)``:
     the scores ``theta^j . phi_j(x, c)`` of every kernel ``j`` and output ``c`` under the raw
     (unscaled) coefficients.  ``coef`` has one column (a coefficient shared by all kernels,
     OBSCURE) or ``F`` columns (one per kernel).  ``yneg_i = -1`` means "no negative part"
-    (binary and regression models).  ``xsq``/``xdiag`` come from
-    :func:`~onlinemkl._core.kernels.prepare_query`.
+    (binary and regression models).  ``q``, ``rows``, ``spec``: :class:`~onlinemkl._core.state.Query`
+    (``xsq``/``xdiag`` from :func:`~onlinemkl._core.kernels.prepare_query`), ``Rows``, ``KernelSpec``.
     """
-    F = codes.shape[0]
+    F = spec.codes.shape[0]
     dense = dense_accumulation(coef, g_out)
     g_out[:, :] = 0.0
-    work = block_work(gptr.shape[0] - 1)
+    work = block_work(spec.gptr.shape[0] - 1)
     kv = np.empty((F, ROW_BLOCK))
     ws = np.empty(ROW_BLOCK)
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1, work, kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
         if dense:
             accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out)
         else:
@@ -112,8 +111,7 @@ def kernel_scores(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, grange
 
 
 @njit_parallel
-def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, coef, ypos,
-                           yneg, g_out):
+def kernel_scores_parallel(q, rows, n, spec, coef, ypos, yneg, g_out):
     """:func:`kernel_scores` with its blocks spread over threads.
 
     Each block's sums go to a slot of their own, then the slots are added in block order:
@@ -121,17 +119,16 @@ def kernel_scores_parallel(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgrou
     Only the dense accumulation (:func:`dense_accumulation`); the caller takes the parallel
     row otherwise.
     """
-    F = codes.shape[0]
+    F = spec.codes.shape[0]
     C = g_out.shape[1]
-    G = gptr.shape[0] - 1
+    G = spec.gptr.shape[0] - 1
     n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     parts = np.zeros((n_blocks, F, C))
     for b in numba.prange(n_blocks):
         i0 = b * ROW_BLOCK
         m = min(ROW_BLOCK, n - i0)
         kv = np.empty((F, ROW_BLOCK))
-        kernel_row_block(x, xsq, xdiag, S, ssq, sdiag, i0, m, codes, params, kgroup, granges, gptr, gl1,
-                         block_work(G), kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv, 0)
         accumulate_block(kv, m, coef, i0, ypos, yneg, np.empty(ROW_BLOCK), parts[b])
     g_out[:, :] = 0.0
     for b in range(n_blocks):

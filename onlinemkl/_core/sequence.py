@@ -45,6 +45,7 @@ from .fobos import (
     SCALE_FOLD_LOW,
 )
 from .kernels import block_work, kernel_row_block, prepare_query
+from .state import KernelSpec, Query, Rows
 
 # hyper
 H_LOSS = 0  # 0 structured hinge (SVM), 1 CRF
@@ -79,10 +80,11 @@ def unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, grange
     """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position (L passes)."""
     L = xs.shape[0]
     F = codes.shape[0]
+    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
+    rows = Rows(S, ssq, sdiag)
     for i in range(L):
-        prepare_query(xs[i], codes, params, kgroup, granges, gptr, xsqs[i], xdiags[i])
-        dense_kernel_scores(xs[i], xsqs[i], xdiags[i], S, ssq, sdiag, n, codes, params, kgroup, granges, gptr,
-                            gl1, coef, beta, Y, gpos[i])
+        prepare_query(xs[i], spec, xsqs[i], xdiags[i])
+        dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, coef, beta, Y, gpos[i])
         for c in range(Y):
             acc = 0.0
             for k in range(F):
@@ -231,6 +233,8 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
         istate[I_UPDATES] += 1
     budget = int(hyper[H_BUDGET])
     work = block_work(G)
+    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
+    rows = Rows(S, ssq, sdiag)
     kx = np.empty((F, 1))  # K_k(x_j, S_slot): the one-row blocked pass
     ge = np.empty((F, Y))
     for i in range(L):
@@ -243,12 +247,11 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
         if budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, Y, sdiag, params, sigma)
             for j in range(i, L):
-                kernel_row_block(xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, slot, kx.shape[1], codes, params, kgroup,
-                                 granges, gptr, gl1, work, kx, 0)
+                kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx, 0)
                 add_row_to_scores(-1.0, slot, kx, coef, beta, Y, gpos[j])
             # the raw scores of the evicted row (a second pass), then its share of the norms
-            dense_kernel_scores(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy(), S, ssq, sdiag, n,
-                                codes, params, kgroup, granges, gptr, gl1, coef, beta, Y, ge)
+            qe = Query(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy())
+            dense_kernel_scores(qe, rows, n, spec, coef, beta, Y, ge)
             evict_norms(slot, ge, theta_sq, coef, beta, Y, sdiag, params)
             istate[I_EVICTIONS] += 1
         else:
@@ -258,8 +261,7 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
         implicit_insert(slot, xs[i], xsqs[i], xdiags[i], u[i], eta, istate[I_CLOCK], S, ssq, sdiag, coef, beta,
                         tstamp, avg_acc, avg_base, sigma, sigma_cum, theta_sq, gpos[i], params, Y)
         for j in range(i + 1, L):
-            kernel_row_block(xs[j], xsqs[j], xdiags[j], S, ssq, sdiag, slot, kx.shape[1], codes, params, kgroup,
-                             granges, gptr, gl1, work, kx, 0)
+            kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx, 0)
             add_row_to_scores(1.0, slot, kx, coef, beta, Y, gpos[j])
 
     # gradient step on the transition group (explicit), exact norm.

@@ -19,6 +19,7 @@ from .._buffer import EVICTION, SupportBuffer
 from .._core import kernels as _ck
 from .._core import obscure as _co
 from .._core import scores as _cs
+from .._core.state import LabelledRows, Query, Rows
 from .._validation import check_choice, check_number
 from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
@@ -152,19 +153,17 @@ class ObscureEngine(BufferEngine):
         b = self.buf
         mode = _co.FUSED
         if n >= _config.PARALLEL_MIN_ROWS:
-            xsq = np.empty(self.ck.n_groups)
-            xdiag = np.empty(self.ck.n_kernels)
-            codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
-            _ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+            spec = self.ck.spec()
+            q = Query(x, np.empty(self.ck.n_groups), np.empty(self.ck.n_kernels))
+            _ck.prepare_query(x, spec, q.xsq, q.xdiag)
+            rows = Rows(b.S, b.ssq, b.sdiag)
             if self.g.shape[1] <= _cs.DENSE_OUTPUTS:  # the fused pass over threads: the scores into g
-                _cs.kernel_scores_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges,
-                                           gptr, gl1, b.coef, b.ypos, b.yneg, self.g)
+                _cs.kernel_scores_parallel(q, rows, n, spec, b.coef, b.ypos, b.yneg, self.g)
                 mode = _co.SCORES_GIVEN
             else:  # many classes: the parallel kernel row, then the scatter in row order
                 if self.krow.shape[1] < b.capacity:
                     self.krow = np.zeros((self.ck.n_kernels, b.capacity))
-                _ck.kernel_row_parallel(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup,
-                                        granges, gptr, gl1, self.krow)
+                _ck.kernel_row_parallel(q, rows, n, spec, self.krow)
                 _cs.accumulate_scores(self.krow, n, b.coef, b.ypos, b.yneg, self.g)
                 mode = _co.SCORES_GIVEN
         return self._step(x, y, mode)
@@ -172,10 +171,9 @@ class ObscureEngine(BufferEngine):
     def _run(self, order, X, Yi, Kt, sv_index, mode):
         """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
         b = self.buf
-        return _co.obscure_run(
-            order, X, Yi, Kt, sv_index, b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp, *self.ck.arrays(),
-            self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores, mode,
-        )
+        buf = LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
+        st = _co.ObscureState(self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
+        return _co.obscure_run(order, X, Yi, Kt, sv_index, buf, self.ck.spec(), st, mode)
 
     def _step(self, x, y, mode):
         """One example through :meth:`_run`; returns ``(loss, yhat, updated)``."""
@@ -292,8 +290,8 @@ class ObscureEngine(BufferEngine):
     def recompute_theta_sq(self) -> np.ndarray:
         """``||raw theta^j||^2`` recomputed from the buffer (O(n^2); for tests)."""
         b = self.buf
-        return _co.theta_sq_from_buffer(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, self.n_support,
-                                        *self.ck.arrays(), max(self.n_outputs, 1))
+        buf = LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
+        return _co.theta_sq_from_buffer(buf, self.n_support, self.ck.spec(), max(self.n_outputs, 1))
 
     # -- state (the onlinemkl.engine protocol) ------------------------------------------
 
