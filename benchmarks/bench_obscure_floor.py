@@ -42,6 +42,7 @@ from _common import best_time, memory_floor, write_report  # noqa: E402
 from onlinemkl import OBSCUREClassifier, _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
 from onlinemkl._core import obscure as co  # noqa: E402
+from onlinemkl._core.state import Query, Rows  # noqa: E402
 from onlinemkl.kernels import RBF, Linear, Polynomial  # noqa: E402
 from onlinemkl.engines.obscure import ObscureEngine, default_p  # noqa: E402
 
@@ -58,9 +59,9 @@ def build_engine(n, d, budget=None, seed=0):
     b = eng.buf
     rng = np.random.default_rng(seed)
     b.S[:n, :d] = rng.normal(size=(n, d))
-    codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
+    spec = eng.ck.spec()
     for i in range(n):
-        ck.prepare_query(b.S[i, :d], codes, params, kgroup, granges, gptr, b.ssq[i], b.sdiag[i])
+        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], b.sdiag[i])
     b.ypos[:n] = rng.integers(0, N_CLASSES, n)
     b.yneg[:n] = (b.ypos[:n] + 1 + rng.integers(0, N_CLASSES - 1, n)) % N_CLASSES
     b.coef[:n, 0] = 1e-2 * rng.normal(size=n)
@@ -112,14 +113,14 @@ def floor_table(ns, ds, repeat):
                                      repeat=repeat)
             read = (b.S, b.ssq, b.coef, b.ypos, b.yneg) + ((b.sdiag,) if normalised else ())
             floor_pass = memory_floor(np.ones(nbytes(read) // 8), repeat=repeat)
-            codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
-            xsq = np.empty(eng.ck.n_groups)
-            xdiag = np.empty(eng.ck.n_kernels)
+            spec = eng.ck.spec()
+            q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
+            rows_ = Rows(b.S, b.ssq, b.sdiag)
             out = np.empty((eng.ck.n_kernels, n))
 
             def row():
-                ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-                ck.kernel_row(x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges, gptr, gl1, out)
+                ck.prepare_query(x, spec, q.xsq, q.xdiag)
+                ck.kernel_row(q, rows_, n, spec, out)
 
             _config.PARALLEL_MIN_ROWS, saved = 10**12, _config.PARALLEL_MIN_ROWS
             try:
@@ -156,28 +157,6 @@ def floor_table(ns, ds, repeat):
     return rows
 
 
-@numba.njit(parallel=True, nogil=True, error_model="numpy")
-def kernel_row_chunked(x, xsq, xdiag, S, ssq, sdiag, n, codes, params, kgroup, granges, gptr, gl1, out):
-    """CANDIDATE (not library code): ``kernel_row_parallel`` with the scratch arrays allocated once
-    per chunk instead of once per row (the library's prange body allocates three arrays per row)."""
-    G = gptr.shape[0] - 1
-    F = codes.shape[0]
-    n_chunks = numba.get_num_threads() * 4
-    size = (n + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        dots = np.empty(G)
-        sqds = np.empty(G)
-        l1s = np.empty(G)
-        for i in range(c * size, min(n, (c + 1) * size)):
-            ck.row_quantities(x, xsq, S, i, ssq, granges, gptr, gl1, dots, sqds, l1s)
-            for j in range(F):
-                g = kgroup[j]
-                v = ck.kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
-                if params[j, 3] != 0.0:
-                    v = ck.normalise(v, xdiag[j], sdiag[i, j])
-                out[j, i] = v
-
-
 def per_call_samples(fn, k):
     """Wall time of ``k`` single calls (min shows the uncontended speed, median the typical one)."""
     fn()
@@ -197,18 +176,15 @@ def crossover_table(ns, ds, repeat):
             eng = build_engine(n, d)
             b = eng.buf
             x = np.random.default_rng(2).normal(size=d)
-            codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
-            xsq = np.empty(eng.ck.n_groups)
-            xdiag = np.empty(eng.ck.n_kernels)
-            ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
+            spec = eng.ck.spec()
+            q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
+            ck.prepare_query(x, spec, q.xsq, q.xdiag)
             out = np.empty((eng.ck.n_kernels, n))
-            args = (x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges, gptr, gl1, out)
+            args = (q, Rows(b.S, b.ssq, b.sdiag), n, spec, out)
             t_ser = per_call_samples(lambda: ck.kernel_row(*args), k)
             ref = out.copy()
             t_par = per_call_samples(lambda: ck.kernel_row_parallel(*args), k)
-            assert np.array_equal(out, ref)
-            t_chk = per_call_samples(lambda: kernel_row_chunked(*args), k)
-            assert np.array_equal(out, ref)
+            np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-14)
             saved = _config.PARALLEL_MIN_ROWS
             try:
                 _config.PARALLEL_MIN_ROWS = 10**12
@@ -222,7 +198,6 @@ def crossover_table(ns, ds, repeat):
                          "row_serial_us": mn(t_ser) * 1e6,
                          "row_par_min_us": mn(t_par) * 1e6, "row_par_med_us": md(t_par) * 1e6,
                          "row_speedup_min": mn(t_ser) / mn(t_par), "row_speedup_med": md(t_ser) / md(t_par),
-                         "chunked_speedup_min": mn(t_ser) / mn(t_chk), "chunked_speedup_med": md(t_ser) / md(t_chk),
                          "learn_serial_us": mn(t_lser) * 1e6,
                          "learn_speedup_min": mn(t_lser) / mn(t_lpar), "learn_speedup_med": md(t_lser) / md(t_lpar)})
             print(rows[-1], flush=True)
@@ -353,9 +328,9 @@ def main(argv=None):
                f"Measured crossover (smallest n from which parallel wins at every larger n): "
                f"median times: kernel row {row_cross}, learn {learn_cross}; best-case (min) times: learn "
                f"{learn_cross_min} (per d; None: serial wins somewhere at the largest n). "
-               "min = uncontended speed, med = typical; chunked = candidate prange without per-row allocation."),
+               "min = uncontended speed, med = typical."),
         columns=["n", "d", "threads", "row_serial_us", "row_par_min_us", "row_par_med_us", "row_speedup_min",
-                 "row_speedup_med", "chunked_speedup_min", "chunked_speedup_med", "learn_serial_us",
+                 "row_speedup_med", "learn_serial_us",
                  "learn_speedup_min", "learn_speedup_med"],
         extra={"crossover_row_median": row_cross, "crossover_learn_median": learn_cross,
                "crossover_learn_min": learn_cross_min})

@@ -40,6 +40,7 @@ from _common import best_time, markdown_table, single_thread_blas, write_report 
 from onlinemkl import _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
 from onlinemkl._core import scores as cs  # noqa: E402
+from onlinemkl._core.state import Query, Rows  # noqa: E402
 from onlinemkl.kernels import default_kernels  # noqa: E402
 from onlinemkl.engines.obscure import ObscureEngine, default_p  # noqa: E402
 
@@ -56,9 +57,9 @@ def filled_engine(n, d, seed=0):
     b = eng.buf
     rng = np.random.default_rng(seed)
     b.S[:n, :d] = rng.normal(size=(n, d))
-    codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
+    spec = eng.ck.spec()
     for i in range(n):
-        ck.prepare_query(np.ascontiguousarray(b.S[i, :d]), codes, params, kgroup, granges, gptr, b.ssq[i], b.sdiag[i])
+        ck.prepare_query(np.ascontiguousarray(b.S[i, :d]), spec, b.ssq[i], b.sdiag[i])
     b.coef[:n, 0] = rng.normal(size=n) * 0.01
     b.ypos[:n] = rng.integers(0, N_CLASSES, size=n)
     b.yneg[:n] = (b.ypos[:n] + 1 + rng.integers(0, N_CLASSES - 1, size=n)) % N_CLASSES
@@ -117,15 +118,14 @@ def parallel_rows(ns, dims, repeat):
         for n in ns:
             eng = filled_engine(n, d)
             b = eng.buf
-            codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
+            spec = eng.ck.spec()
             x = np.random.default_rng(2).normal(size=d)
-            xsq = np.empty(eng.ck.n_groups)
-            xdiag = np.empty(eng.ck.n_kernels)
-            ck.prepare_query(x, codes, params, kgroup, granges, gptr, xsq, xdiag)
-            F = len(codes)
+            q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
+            ck.prepare_query(x, spec, q.xsq, q.xdiag)
+            F = eng.ck.n_kernels
             out = np.empty((F, n))
             g = np.zeros((F, N_CLASSES))
-            args = (x, xsq, xdiag, b.S, b.ssq, b.sdiag, n, codes, params, kgroup, granges, gptr, gl1)
+            args = (q, Rows(b.S, b.ssq, b.sdiag), n, spec)
 
             def row_s():
                 ck.kernel_row(*args, out)

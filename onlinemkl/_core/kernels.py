@@ -12,9 +12,9 @@ Two shapes of the same computation:
 * per row (:func:`row_quantities`, :func:`kernel_value`, :func:`normalise`): one
   stored example at a time, for the bookkeeping of single rows (eviction, norms);
 * per block (:func:`kernel_row_block`): :data:`ROW_BLOCK` stored rows at once, the
-  kind of each kernel dispatched once per block, every loop a straight body that
-  LLVM vectorises (the dot products through :func:`~onlinemkl._config.njit_sum`'s
-  reassociation, the exponentials through :func:`exp_neg_block`'s polynomial).
+  kind of each kernel dispatched once per block, every loop a straight body (the dot
+  products eight rows at a time, the exponentials through :func:`exp_neg_block`'s
+  polynomial, which LLVM vectorises).
   Every pass over the buffer (kernel rows, scores, proximal scores, eviction scans)
   goes through it.
 
@@ -50,7 +50,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._config import njit, njit_contract, njit_inline, njit_parallel, njit_sum
+from .._config import njit, njit_contract, njit_inline, njit_parallel
 from .state import Work
 
 LINEAR = 0
@@ -86,7 +86,7 @@ GROUP_DOT = 4
 #: Rows per block of the blocked passes: the per-group quantities and the kernel values of a
 #: block ((3 G + F) x ROW_BLOCK floats) stay in the L1/L2 caches while every kernel of the
 #: group reads them, and the per-block cost of dispatching each kernel is spread over many rows.
-ROW_BLOCK = 1024
+ROW_BLOCK = 1000
 
 
 @njit
@@ -106,8 +106,11 @@ def exp_neg_block(z, m, out, o0, bits):
     Taylor polynomial of degree 13 (truncation < 1e-17 relative) as a Horner chain that may
     fuse into multiply-adds, and ``2^k`` from its exponent bits: the integers go to ``bits``
     (int64 scratch of ``>= m`` entries), whose float64 view then scales the values, a second
-    loop that vectorises as well.
+    loop that vectorises as well.  (Indices run from 0 over slices: an index like ``o0 + t``
+    could be negative as far as LLVM knows, and Numba's wraparound check on it keeps a loop
+    from vectorising; the same holds in every block loop below.)
     """
+    o = out[o0:o0 + m]
     for t in range(m):
         x = z[t]
         x0 = x if x < 0.0 else 0.0
@@ -128,23 +131,23 @@ def exp_neg_block(z, m, out, o0, bits):
         q = q * r + 0.5
         q = q * r + 1.0
         q = q * r + 1.0
-        out[o0 + t] = q if x0 >= EXP_FLOOR else 0.0
+        o[t] = q if x0 >= EXP_FLOOR else 0.0
         bits[t] = (np.int64(kf) + 1023) << 52  # 2^k, k in [-1022, 0]
     scale = bits.view(np.float64)
     for t in range(m):
-        out[o0 + t] *= scale[t]
+        o[t] *= scale[t]
 
 
-@njit_sum
+@njit_contract
 def lane_dot(a, b, c0, c1):
-    """``a[c0:c1] . b[c0:c1]`` for 1-D arrays (a reassociated, vectorised sum)."""
+    """``a[c0:c1] . b[c0:c1]`` for 1-D arrays."""
     acc = 0.0
     for c in range(c0, c1):
         acc += a[c] * b[c]
     return acc
 
 
-@njit_sum
+@njit_contract
 def row_dot(x, S, i, c0, c1):
     """``x[c0:c1] . S[i, c0:c1]`` (``S`` 2-D)."""
     acc = 0.0
@@ -162,21 +165,68 @@ def group_row_dot(x, S, i, granges, r0, r1):
     return acc
 
 
-@njit_sum
+@njit_contract
 def dots_block(x, S, i0, m, c0, c1, out):
-    """``out[t] = x[c0:c1] . S[i0 + t, c0:c1]`` for ``t < m`` (one column range)."""
-    for t in range(m):
-        i = i0 + t
-        acc = 0.0
-        for c in range(c0, c1):
-            acc += x[c] * S[i, c]
-        out[t] = acc
+    """``out[t] = x[c0:c1] . S[i0 + t, c0:c1]`` for ``t < m`` (one column range).
+
+    Eight rows at a time, columns inner: eight independent sums side by side.  A group holds
+    few columns (often 5-50), so a sum vectorised along the columns (``reassoc``) spends its
+    time in the horizontal reduction and the remainder loop, twice as slow here.
+    """
+    Sb = S[i0:i0 + m]
+    xc_ = x[c0:c1]
+    d = c1 - c0
+    m8 = m - m % 8
+    for t in range(0, m8, 8):
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        for c in range(d):
+            xc = xc_[c]
+            cc = c0 + c
+            a0 += xc * Sb[t, cc]
+            a1 += xc * Sb[t + 1, cc]
+            a2 += xc * Sb[t + 2, cc]
+            a3 += xc * Sb[t + 3, cc]
+            a4 += xc * Sb[t + 4, cc]
+            a5 += xc * Sb[t + 5, cc]
+            a6 += xc * Sb[t + 6, cc]
+            a7 += xc * Sb[t + 7, cc]
+        out[t] = a0
+        out[t + 1] = a1
+        out[t + 2] = a2
+        out[t + 3] = a3
+        out[t + 4] = a4
+        out[t + 5] = a5
+        out[t + 6] = a6
+        out[t + 7] = a7
+    for t in range(m8, m):
+        out[t] = row_dot(x, Sb, t, c0, c1)
 
 
-@njit_sum
+@njit_contract
 def sqdist_block(x, S, i0, m, granges, r0, r1, sqds):
-    """``sqds[t] = sum_c (x_c - S_{i0+t,c})^2`` over the group's column ranges, summed directly."""
-    for t in range(m):
+    """``sqds[t] = sum_c (x_c - S_{i0+t,c})^2`` over the group's column ranges, summed directly,
+    four rows at a time (independent sums, as :func:`dots_block`)."""
+    t = 0
+    while t + 4 <= m:
+        i = i0 + t
+        q0 = q1 = q2 = q3 = 0.0
+        for r in range(r0, r1):
+            for c in range(granges[r, 0], granges[r, 1]):
+                xc = x[c]
+                e0 = xc - S[i, c]
+                e1 = xc - S[i + 1, c]
+                e2 = xc - S[i + 2, c]
+                e3 = xc - S[i + 3, c]
+                q0 += e0 * e0
+                q1 += e1 * e1
+                q2 += e2 * e2
+                q3 += e3 * e3
+        sqds[t] = q0
+        sqds[t + 1] = q1
+        sqds[t + 2] = q2
+        sqds[t + 3] = q3
+        t += 4
+    while t < m:
         i = i0 + t
         acc = 0.0
         for r in range(r0, r1):
@@ -184,9 +234,10 @@ def sqdist_block(x, S, i0, m, granges, r0, r1, sqds):
                 e = x[c] - S[i, c]
                 acc += e * e
         sqds[t] = acc
+        t += 1
 
 
-@njit_sum
+@njit
 def l1_block(x, S, i0, m, granges, r0, r1, l1s):
     """``l1s[t] = sum_c |x_c - S_{i0+t,c}|`` over the group's column ranges."""
     for t in range(m):
@@ -226,24 +277,48 @@ def ladder_value(v, k, lo):
         c = c * c
 
 
-@njit
+@njit_contract
 def ladder_block(base, m, k, lo, out, o0, c):
-    """``out[o0 + t] = ladder_value(base[o0 + t], k, lo)`` for ``t < m``, one vectorised pass per
-    squaring and product (``c``: scratch of ``>= m`` entries).  Only the powers the result needs
-    are formed, so no intermediate goes subnormal (see :func:`ladder_value`)."""
+    """``out[o0 + t] = ladder_value(base[o0 + t], k, lo)`` for ``t < m``.
+
+    The default set's exponents (10 and 100) as straight chains in one loop each, which LLVM
+    vectorises; any other ``k`` by one vectorised pass per squaring and product (``c``: scratch
+    of ``>= m`` entries).  Only the powers the result needs are formed, so no intermediate goes
+    subnormal (see :func:`ladder_value`), and the products come in :func:`ladder_value`'s order.
+    """
+    b = base[o0:o0 + m]
+    o = out[o0:o0 + m]
+    if k == 10:
+        for t in range(m):
+            v = b[t]
+            c1 = v if v >= lo else 0.0
+            c2 = c1 * c1
+            c8 = (c2 * c2) * (c2 * c2)
+            o[t] = c2 * c8
+        return
+    if k == 100:
+        for t in range(m):
+            v = b[t]
+            c1 = v if v >= lo else 0.0
+            c4 = (c1 * c1) * (c1 * c1)
+            c8 = c4 * c4
+            c32 = (c8 * c8) * (c8 * c8)
+            c64 = c32 * c32
+            o[t] = (c4 * c32) * c64
+        return
     for t in range(m):
-        b = base[o0 + t]
-        c[t] = b if b >= lo else 0.0
+        v = b[t]
+        c[t] = v if v >= lo else 0.0
     first = True
     while True:
         if k & 1:
             if first:
                 for t in range(m):
-                    out[o0 + t] = c[t]
+                    o[t] = c[t]
                 first = False
             else:
                 for t in range(m):
-                    out[o0 + t] *= c[t]
+                    o[t] *= c[t]
         k >>= 1
         if k == 0:
             return
@@ -406,9 +481,12 @@ def block_quantities(q, rows, i0, m, spec, work):
             sqdist_block(x, S, i0, m, granges, r0, r1, sqds[g])
         else:
             xg = xsq[g]
+            ss = ssq[i0:i0 + m]
+            dg = dots[g]
+            qg = sqds[g]
             for t in range(m):
-                d2 = xg + ssq[i0 + t, g] - 2.0 * dots[g, t]
-                sqds[g, t] = d2 if d2 > 0.0 else 0.0
+                d2 = xg + ss[t, g] - 2.0 * dg[t]
+                qg[t] = d2 if d2 > 0.0 else 0.0
         if (gl1[g] & GROUP_L1) != 0:
             l1_block(x, S, i0, m, granges, r0, r1, l1s[g])
         else:
@@ -426,9 +504,10 @@ def block_values(code, p, dots, sqds, l1s, m, out, o0, base, work):
     ladder's base has a lower index); read only by a ladder kernel.  ``work.scratch`` and
     ``work.bits`` are work space of ``>= m`` entries.
     """
+    o = out[o0:o0 + m]
     if code == LINEAR:
         for t in range(m):
-            out[o0 + t] = dots[t]
+            o[t] = dots[t]
     elif code == POLYNOMIAL:
         deg = int(p[0])
         p1 = p[1]
@@ -436,18 +515,18 @@ def block_values(code, p, dots, sqds, l1s, m, out, o0, base, work):
         if deg == 2:
             for t in range(m):
                 b = p2 * dots[t] + p1
-                out[o0 + t] = b * b
+                o[t] = b * b
         elif deg == 3:
             for t in range(m):
                 b = p2 * dots[t] + p1
-                out[o0 + t] = (b * b) * b
+                o[t] = (b * b) * b
         else:
             for t in range(m):
                 b = p2 * dots[t] + p1
                 v = 1.0
                 for _ in range(deg):
                     v *= b
-                out[o0 + t] = v
+                o[t] = v
     elif code == RBF or code == LAPLACIAN:
         if code == RBF and p[P_LADDER_K] >= 2.0:
             ladder_block(base, m, int(p[P_LADDER_K]), p[P_LADDER_LO], out, o0, work.scratch)
@@ -462,7 +541,7 @@ def block_values(code, p, dots, sqds, l1s, m, out, o0, base, work):
         h = p[0]
         for t in range(m):
             v = 1.0 - np.sqrt(sqds[t]) / h
-            out[o0 + t] = v if v > 0.0 else 0.0
+            o[t] = v if v > 0.0 else 0.0
 
 
 @njit
@@ -484,8 +563,10 @@ def kernel_row_block(q, rows, i0, m, spec, work, out, o0):
                      out[ladder_base(params[j], j)], work)
         if params[j, P_NORMALIZE] != 0.0:
             xj = xdiag[j]
+            o = oj[o0:o0 + m]
+            sd = sdiag[i0:i0 + m]
             for t in range(m):
-                oj[o0 + t] = (oj[o0 + t] * sdiag[i0 + t, j]) * xj
+                o[t] = (o[t] * sd[t, j]) * xj
 
 
 @njit

@@ -33,7 +33,7 @@ from .._config import njit, njit_inline
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .scores import accumulate_block, dense_accumulation, kernel_scores, scatter_block
-from .state import Query, Rows
+from .state import KernelSpec, LabelledRows, Query, Rows
 
 # Indices into the ``hyper`` array (read-only settings).
 H_Q = 0  # dual exponent q = p / (p - 1)
@@ -177,9 +177,15 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
     is the training index of stored row ``s``, kept up to date here) instead of being
     recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  Returns ``(n_updates, loss,
     yhat, updated)``, the last three of the last example.  The caller guarantees capacity for
-    ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: :class:`~onlinemkl._core.state.LabelledRows`,
-    :class:`~onlinemkl._core.state.KernelSpec`, :class:`ObscureState`.
+    ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: the fields of
+    :class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec` and
+    :class:`ObscureState`, as those records or as plain tuples in the same order.
     """
+    # The Python layer passes plain tuples (Numba dispatches them in C, a NamedTuple through
+    # Python's typeof, ~1 us each per call); inside, the named records.
+    buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
+    spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
+    st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
     F = spec.codes.shape[0]
     coef, ypos, yneg, g, istate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate
     n_updates = 0

@@ -57,11 +57,13 @@ def accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out):
     """
     C = g_out.shape[1]
     F = kv.shape[0]
+    cb = coef[i0:i0 + m]
+    yp = ypos[i0:i0 + m]
+    yn = yneg[i0:i0 + m]
     for c in range(C):
         for t in range(m):
-            i = i0 + t
             # arithmetic, not a branch: random classes would mispredict one
-            ws[t] = coef[i, 0] * (int(ypos[i] == c) - int(yneg[i] == c))
+            ws[t] = cb[t, 0] * (int(yp[t] == c) - int(yn[t] == c))
         for j in range(F):
             g_out[j, c] += dot_at(kv[j], ws, m)
 
@@ -166,12 +168,16 @@ def accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g):
     gains the dot product of the two rows.  Zeros in ``beta`` add exact zeros.
     """
     F = kv.shape[0]
+    cb = coef[i0:i0 + m]
+    bb = beta[i0:i0 + m]
     for k in range(F):
+        kk = kv[k]
         for t in range(m):
-            kv[k, t] = kv[k, t] * coef[i0 + t, k]
+            kk[t] = kk[t] * cb[t, k]
     for c in range(n_out):
+        bc = bt[c]
         for t in range(m):
-            bt[c, t] = beta[i0 + t, c]
+            bc[t] = bb[t, c]
     for k in range(F):
         for c in range(n_out):
             g[k, c] += dot_at(kv[k], bt[c], m)

@@ -108,6 +108,7 @@ class ObscureEngine(BufferEngine):
         self.g = np.zeros((F, 2))
         self.scores = np.zeros(2)
         self.krow = np.zeros((F, 0))
+        self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
 
     # -- shape management (Python side, rare) -------------------------------------------
 
@@ -171,13 +172,15 @@ class ObscureEngine(BufferEngine):
     def _run(self, order, X, Yi, Kt, sv_index, mode):
         """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
         b = self.buf
-        buf = LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
-        st = _co.ObscureState(self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
-        return _co.obscure_run(order, X, Yi, Kt, sv_index, buf, self.ck.spec(), st, mode)
+        # plain tuples in the records' field order: the cheapest arguments to dispatch
+        buf = (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
+        st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
+        return _co.obscure_run(order, X, Yi, Kt, sv_index, buf, self.ck.arrays(), st, mode)
 
     def _step(self, x, y, mode):
         """One example through :meth:`_run`; returns ``(loss, yhat, updated)``."""
-        return self._run(_ONE, x[None, :], np.array([y], dtype=np.int64), _NO_KT, _NO_SV, mode)[1:]
+        self._y1[0] = y
+        return self._run(_ONE, x[None, :], self._y1, _NO_KT, _NO_SV, mode)[1:]
 
     def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
         """A function running steps on training indices with precomputed kernel matrices.
