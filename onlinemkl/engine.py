@@ -172,6 +172,16 @@ class BufferEngine(EngineBase):
     _BUFFER_ARRAYS = ("buf.S", "buf.ssq", "buf.sdiag", "buf.ypos", "buf.yneg", "buf.coef", "buf.tstamp")
     _KERNEL_ARRAYS = ("ck.codes", "ck.params", "ck.kgroup", "ck.granges", "ck.gptr", "ck.gl1")
 
+    #: The records of the state's arrays that an engine passes to its compiled step
+    #: (:mod:`onlinemkl._core.state`), kept between calls by the engines that cache them; None:
+    #: build them again.  They refer to the arrays themselves, so every method that replaces an
+    #: array (a reallocation, a restored state) calls :meth:`_forget_records`.
+    _records = None
+
+    def _forget_records(self) -> None:
+        """An array of the state was replaced: drop the cached records (rebuilt on next use)."""
+        self._records = None
+
     @property
     def n_kernels(self) -> int:
         return self.ck.n_kernels
@@ -187,6 +197,7 @@ class BufferEngine(EngineBase):
                 arr = np.zeros((new,) + old.shape[1:], dtype=old.dtype)
                 arr[:cap] = old
                 setattr(self, name, arr)
+            self._forget_records()
 
     def _check_buffer(self, need, n_coef: int, row_shapes=()) -> None:
         """The buffer's shapes against each other, the kernels and the budget; ``row_shapes``

@@ -176,6 +176,32 @@ def test_group_gamma_auto_is_appendix_e_radius():
     assert eng.hyper[_cf.H_GAMMA] == pytest.approx(math.sqrt(2 * math.log(4) / 0.1))
 
 
+
+def _records_are_current(eng):
+    """The cached records (what the compiled step receives) hold the engine's current arrays."""
+    cached = eng._records
+    fresh = eng._build_records()
+    return cached is None or all(a is b for rc, rf in zip(cached, fresh) for a, b in zip(rc, rf))
+
+
+def test_cached_records_follow_every_reallocation():
+    """New rows, new features (a wider buffer, new column ranges), new labels (wider class
+    vectors, weights and scratch), a restored state: the records are rebuilt, never stale."""
+    rng = np.random.default_rng(3)
+    model = RiverClassifier(kernels=(RBF(gamma_scale=1.0), Linear()), explicit_groups=(None,))
+    for i in range(300):
+        x = {f"f{j}": float(v) for j, v in enumerate(rng.normal(size=2 + i // 60))}
+        model.learn_one(x, int(i % (2 + i // 100)))
+        assert _records_are_current(model._engine), f"example {i}"
+        model.predict_one(x)
+    eng = model._engine
+    assert eng.buf.capacity > 64 and eng.n_features > 2 and eng.n_outputs > 2
+    other = RiverClassifier(kernels=(RBF(gamma_scale=1.0), Linear()), explicit_groups=(None,))
+    other.learn_one({"f0": 0.0}, 0)
+    other._engine.set_state(*eng.get_state())
+    assert _records_are_current(other._engine)
+
+
 # -- incremental norms and lazy scales ------------------------------------------------------
 
 

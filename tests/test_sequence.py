@@ -321,6 +321,30 @@ def test_variable_lengths_empty_sequences_and_unseen_labels():
     assert fresh.predict_one(np.zeros((3, 2))) == [None, None, None] and fresh.predict_one([]) == []
 
 
+
+def test_cached_records_follow_every_reallocation():
+    """The sequence engine's cached records hold its current arrays after new rows, features,
+    labels and a restored state (a stale record would update an orphaned array)."""
+    rng = np.random.default_rng(4)
+    model = SequenceMKLLabeler()
+
+    def current(eng):
+        cached = eng._records
+        fresh = eng._build_records()
+        return cached is None or all(a is b for rc, rf in zip(cached, fresh) for a, b in zip(rc, rf))
+
+    for i in range(60):
+        L = 2 + i % 4
+        xs = [{f"f{j}": float(v) for j, v in enumerate(rng.normal(size=2 + i // 20))} for _ in range(L)]
+        model.learn_one(xs, [int(v) for v in rng.integers(0, 2 + i // 20, size=L)])
+        assert current(model._engine), f"sequence {i}"
+        model.predict_one(xs)
+    other = SequenceMKLLabeler()
+    other.learn_one([{"f0": 0.0}], [0])
+    other._engine.set_state(*model._engine.get_state())
+    assert current(other._engine)
+
+
 def test_dict_and_array_inputs_agree():
     X, Ys = _small_problem(8, n_seq=25)
     arr = SequenceMKLLabeler(kernels=(RBF(gamma=0.3),), random_state=0)

@@ -31,6 +31,8 @@ and removing a heavy example shifts every score of its two classes.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._config import njit
@@ -77,6 +79,78 @@ N_ISTATE = 4
 # once per factor 1e6 of shrinkage.
 SCALE_FOLD_LOW = 1e-6
 SCALE_FOLD_HIGH = 1e6
+
+
+class ProxRows(NamedTuple):
+    """The support buffer of the proximal learners (flat and structured).
+
+    The stored rows and their caches as :class:`~onlinemkl._core.state.Rows` (``S[cap, d]``,
+    ``ssq[cap, G]``, ``sdiag[cap, F]``), each row's raw coefficient per implicit group
+    ``coef[cap, F]``, its class vector ``beta[cap, C]`` and time stamp ``tstamp[cap]``, and the
+    averaged-model bookkeeping: ``avg_acc[cap, F]``, the row's contribution to the running sum
+    of the models up to its last fold, and ``avg_base[cap, F]``, ``sigma_cum`` at that fold.
+    """
+
+    S: np.ndarray
+    ssq: np.ndarray
+    sdiag: np.ndarray
+    coef: np.ndarray
+    beta: np.ndarray
+    tstamp: np.ndarray
+    avg_acc: np.ndarray
+    avg_base: np.ndarray
+
+
+class ExplicitGroups(NamedTuple):
+    """The explicit feature groups: raw weights ``W[E, d_cap, C]``, their running sum ``W_avg``
+    (the averaged model) and the groups' column ranges ``granges[R, 2]`` with ``gptr[E + 1]``
+    saying which ranges each group owns (as in :class:`~onlinemkl._core.state.KernelSpec`)."""
+
+    W: np.ndarray
+    W_avg: np.ndarray
+    granges: np.ndarray
+    gptr: np.ndarray
+
+
+class GroupState(NamedTuple):
+    """A proximal learner's state beside its buffer: the raw squared group norms
+    ``theta_sq[P]``, the lazy scales ``sigma[P]``, their running sums ``sigma_cum[F]`` (implicit
+    groups; the averaged model), the regulariser's group weights ``prox_weights[P]``, the
+    integer counters ``istate`` and the read-only settings ``hyper`` (indexed by the learner
+    module's ``I_*`` and ``H_*``: :mod:`onlinemkl._core.fobos` or :mod:`onlinemkl._core.sequence`)."""
+
+    theta_sq: np.ndarray
+    sigma: np.ndarray
+    sigma_cum: np.ndarray
+    prox_weights: np.ndarray
+    istate: np.ndarray
+    hyper: np.ndarray
+
+
+class ProxScratch(NamedTuple):
+    """Scratch of one flat step: the raw per-group scores ``g[P, C]``, the output scores
+    ``scores[C]``, the loss derivative ``dl[C]`` and the group norms before and after the
+    proximal step ``b[P]``, ``b_new[P]``.  ``g`` and ``scores`` hold the example's scores
+    after a call."""
+
+    g: np.ndarray
+    scores: np.ndarray
+    dl: np.ndarray
+    b: np.ndarray
+    b_new: np.ndarray
+
+
+class EvictionPasses(NamedTuple):
+    """What the kernel passes of an eviction computed (:func:`evict_and_merge` reads them):
+    the raw scores ``ge[F, C]``/``gj[F, C]`` of the evicted row ``x_e`` and of its merge partner
+    ``x_j``, ``kej[F]`` the kernel values ``K_k(x_e, x_j)``, and ``kxe[F, 1]``/``kxj[F, 1]`` those
+    of the incoming ``x`` against rows ``e`` and ``j``."""
+
+    ge: np.ndarray
+    gj: np.ndarray
+    kej: np.ndarray
+    kxe: np.ndarray
+    kxj: np.ndarray
 
 
 @njit
@@ -274,8 +348,7 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
 
 
 @njit
-def evict_and_merge(e, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg_base, sigma_cum, theta_sq, sdiag,
-                    params, g):
+def evict_and_merge(e, j, passes, buf, params, st, n_out, g):
     """Take stored example ``e`` out of the model, projecting its contribution onto partner ``j``.
 
     Group ``k`` holds ``coef_ek v_e`` with ``v_e = phi_k(x_e) (x) beta_e``.  Where a stored ``j``
@@ -289,11 +362,17 @@ def evict_and_merge(e, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg
 
     Updates the raw squared norms exactly (eq. 17 style) and the raw scores ``g`` of the
     incoming ``x`` (row ``e`` removed, row ``j`` changed), from what the caller's kernel passes
-    computed first: ``ge``/``gj`` the raw scores of ``x_e``/``x_j`` and ``kej[k] = K_k(x_e, x_j)``
-    (:func:`evict_scan`, :func:`dense_kernel_scores`), ``kxe[k, 0]``/``kxj[k, 0]`` the kernel
-    values of ``x`` against rows ``e``/``j``.  Row ``e`` itself is left for the caller to
-    overwrite.
+    computed first, ``passes`` (:class:`EvictionPasses`): ``ge``/``gj`` the raw scores of
+    ``x_e``/``x_j`` and ``kej[k] = K_k(x_e, x_j)`` (:func:`evict_scan`,
+    :func:`dense_kernel_scores`), ``kxe[k, 0]``/``kxj[k, 0]`` the kernel values of ``x`` against
+    rows ``e``/``j``.  Row ``e`` itself is left for the caller to overwrite.  ``buf``
+    (:class:`ProxRows`) and ``st`` (:class:`GroupState`: ``theta_sq``, ``sigma_cum``) are
+    updated in place; ``params`` are the kernels' parameter rows.
     """
+    ge, gj, kej, kxe, kxj = passes
+    coef, beta, sdiag = buf.coef, buf.beta, buf.sdiag
+    avg_acc, avg_base = buf.avg_acc, buf.avg_base
+    theta_sq, sigma_cum = st.theta_sq, st.sigma_cum
     F = coef.shape[1]
     add_row_to_scores(-1.0, e, kxe, coef, beta, n_out, g)
     bsq = 0.0
@@ -335,22 +414,26 @@ def evict_and_merge(e, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg
 
 
 @njit
-def fobos_scores(x, S, ssq, sdiag, coef, beta, codes, params, kgroup, granges, gptr, gl1,
-                 W, xgranges, xgptr, sigma, n, n_out, g, scores):
-    """Scores ``s_c = sum_k sigma_k g[k, c]`` of one example (no update)."""
-    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
-    G = gptr.shape[0] - 1
-    F = codes.shape[0]
+def fobos_scores(x, buf, spec, xg, sigma, n, n_out, scratch):
+    """Scores ``s_c = sum_k sigma_k g[k, c]`` of one example (no update) into ``scratch.scores``.
+
+    ``buf`` (:class:`ProxRows`, its first ``n`` rows), ``xg`` (:class:`ExplicitGroups`, the
+    weights ``W``) and the scales ``sigma[P]`` are the model: the last one, or the averaged one
+    when the caller passes the averaged coefficients and weights with unit scales.  Only
+    ``scratch.g`` (the raw per-group scores) and ``scratch.scores`` are written.
+
+    The records may come as plain tuples of their fields, as the engines pass them (see
+    :func:`fobos_learn`).
+    """
+    buf, spec, xg, scratch = ProxRows(*buf), KernelSpec(*spec), ExplicitGroups(*xg), ProxScratch(*scratch)
+    G = spec.gptr.shape[0] - 1
+    F = spec.codes.shape[0]
+    g = scratch.g
     q = Query(x, np.empty(G), np.empty(F))
     prepare_query(x, spec, q.xsq, q.xdiag)
-    dense_kernel_scores(q, Rows(S, ssq, sdiag), n, spec, coef, beta, n_out, g)
-    explicit_scores(x, W, xgranges, xgptr, n_out, F, g)
-    P = sigma.shape[0]
-    for c in range(n_out):
-        acc = 0.0
-        for k in range(P):
-            acc += sigma[k] * g[k, c]
-        scores[c] = acc
+    dense_kernel_scores(q, Rows(buf.S, buf.ssq, buf.sdiag), n, spec, buf.coef, buf.beta, n_out, g)
+    explicit_scores(x, xg.W, xg.granges, xg.gptr, n_out, F, g)
+    combine_scores(g, sigma, n_out, scratch.scores)
 
 
 @njit
@@ -365,22 +448,28 @@ def combine_scores(g, sigma, n_out, scores):
 
 
 @njit
-def implicit_insert(slot, x, xsq, xdiag, u, eta, stamp, S, ssq, sdiag, coef, beta, tstamp,
-                    avg_acc, avg_base, sigma, sigma_cum, theta_sq, g_x, params, n_out):
-    """Store ``x`` with class vector ``u`` in ``slot``: ``theta_k += eta * sum_c u_c phi_k(x, c)``.
+def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x):
+    """Store the query ``q`` with class vector ``u`` in ``slot``: ``theta_k += eta * sum_c u_c phi_k(x, c)``.
 
     Group norms follow eq. (17): ``||theta_k + r_k v||^2 = ||theta_k||^2 + 2 r_k theta_k.v
     + r_k^2 ||u||^2 K_k(x, x)`` in raw units (``r_k = eta / sigma_k``), with
-    ``theta_k.v = sum_c u_c g_x[k, c]`` from the raw scores of ``x``.
+    ``theta_k.v = sum_c u_c g_x[k, c]`` from the raw scores of ``x``.  ``u`` has one entry per
+    output in use; ``stamp`` is the row's time stamp.  Writes row ``slot`` of ``buf``
+    (:class:`ProxRows`) and ``st.theta_sq`` (:class:`GroupState`).
     """
+    x, xsq, xdiag = q
+    coef, beta = buf.coef, buf.beta
+    avg_acc, avg_base = buf.avg_acc, buf.avg_base
+    theta_sq, sigma, sigma_cum = st.theta_sq, st.sigma, st.sigma_cum
     F = coef.shape[1]
+    n_out = u.shape[0]
     usq = 0.0
     for c in range(n_out):
         usq += u[c] * u[c]
-    put_row(S, slot, x)
-    put_row(ssq, slot, xsq)
-    put_row(sdiag, slot, xdiag)
-    tstamp[slot] = stamp
+    put_row(buf.S, slot, x)
+    put_row(buf.ssq, slot, xsq)
+    put_row(buf.sdiag, slot, xdiag)
+    buf.tstamp[slot] = stamp
     for c in range(beta.shape[1]):
         beta[slot, c] = u[c] if c < n_out else 0.0
     for k in range(F):
@@ -449,23 +538,35 @@ def apply_explicit_factor(k, factor, Wk, theta_sq, sigma):
 
 
 @njit
-def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
-                codes, params, kgroup, granges, gptr, gl1, W, W_avg, xgranges, xgptr,
-                theta_sq, sigma, sigma_cum, prox_weights, istate, hyper, g, scores, dl, b, b_new):
+def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch):
     """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated)``.
 
     ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
-    regression target.  The caller guarantees capacity for one more row.
+    regression target.  The model is ``buf`` (:class:`ProxRows`), ``spec``
+    (:class:`~onlinemkl._core.state.KernelSpec`), ``xg`` (:class:`ExplicitGroups`) and ``st``
+    (:class:`GroupState`), all updated in place; ``scratch`` (:class:`ProxScratch`) holds the
+    scores of ``x`` before the step on return.  The caller guarantees capacity for one more row.
+
+    Each record may also come as a plain tuple of its fields in order (the engines pass them so,
+    from :meth:`~onlinemkl.engines.proximal.ProximalEngine._build_records`): Numba types a plain
+    tuple argument from its items alone, a NamedTuple also from its class and field names, at a
+    cost paid on every call.  The fields get their names back here.
     """
-    F = codes.shape[0]
+    buf, spec, xg, st, scratch = ProxRows(*buf), KernelSpec(*spec), ExplicitGroups(*xg), GroupState(*st), \
+        ProxScratch(*scratch)
+    S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base = buf
+    W, W_avg, xgranges, xgptr = xg
+    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper = st
+    g, scores, dl, b, b_new = scratch
+    params = spec.params
+    F = spec.codes.shape[0]
     E = xgptr.shape[0] - 1
     P = F + E
-    G = gptr.shape[0] - 1
+    G = spec.gptr.shape[0] - 1
     n_out = int(hyper[H_NOUT])
     n = istate[I_N]
 
     # 1. scores of x: one pass over the buffer, plus the explicit groups.
-    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
     rows = Rows(S, ssq, sdiag)
     xsq = np.empty(G)
     xdiag = np.empty(F)
@@ -508,13 +609,11 @@ def fobos_learn(x, y_cls, y_val, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg
                 qj = Query(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy())
                 dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
                 kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj, 0)
-            evict_and_merge(slot, j, ge, gj, kej, kxe, kxj, coef, beta, n_out, avg_acc, avg_base, sigma_cum,
-                            theta_sq, sdiag, params, g)
+            evict_and_merge(slot, j, EvictionPasses(ge, gj, kej, kxe, kxj), buf, params, st, n_out, g)
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1
-        implicit_insert(slot, x, xsq, xdiag, u, eta, t, S, ssq, sdiag, coef, beta, tstamp,
-                        avg_acc, avg_base, sigma, sigma_cum, theta_sq, g, params, n_out)
+        implicit_insert(slot, q, u, eta, t, buf, params, st, g)
         # explicit groups: W_e[:, c] += r_e u_c x_e (same norm update, K = ||x_e||^2)
         for e in range(E):
             k = F + e
@@ -571,15 +670,18 @@ def averaged_coefficients(n, coef, avg_acc, avg_base, sigma_cum, T, out):
 
 
 @njit
-def theta_sq_dense_from_buffer(S, ssq, sdiag, coef, beta, n, n_out, codes, params, kgroup, granges, gptr, gl1):
-    """``||raw theta_k||^2`` of the implicit groups recomputed from the buffer (O(n^2); tests)."""
-    F = codes.shape[0]
+def theta_sq_dense_from_buffer(buf, n, n_out, spec):
+    """``||raw theta_k||^2`` of the implicit groups recomputed from the first ``n`` rows of the
+    buffer ``buf`` (:class:`ProxRows`) and ``n_out`` outputs (O(n^2); tests)."""
+    buf, spec = ProxRows(*buf), KernelSpec(*spec)
+    S, ssq, sdiag, coef, beta = buf.S, buf.ssq, buf.sdiag, buf.coef, buf.beta
+    rows = Rows(S, ssq, sdiag)
+    F = spec.codes.shape[0]
     out = np.zeros(F)
     g = np.empty((F, n_out))
     for i in range(n):
         qi = Query(S[i, :].copy(), ssq[i, :].copy(), sdiag[i, :].copy())
-        dense_kernel_scores(qi, Rows(S, ssq, sdiag), n, KernelSpec(codes, params, kgroup, granges, gptr, gl1), coef,
-                            beta, n_out, g)
+        dense_kernel_scores(qi, rows, n, spec, coef, beta, n_out, g)
         for k in range(F):
             acc = 0.0
             for c in range(n_out):

@@ -28,11 +28,15 @@ Then the same proximal step, projection and lazy scaling as the flat learner.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._config import njit
 from .chain import forward_backward, viterbi, viterbi_loss_augmented
 from .fobos import (
+    GroupState,
+    ProxRows,
     add_row_to_scores,
     apply_implicit_factors,
     choose_dense_evictee,
@@ -74,17 +78,32 @@ I_CLOCK = 4  # positions seen (time stamps)
 N_ISTATE = 5
 
 
+class ChainScores(NamedTuple):
+    """The transition group: transition scores ``T[C, C]`` (``T[a, b]``: label ``a`` then ``b``),
+    start scores ``S0[C]`` and stop scores ``S1[C]``, for ``C`` label slots (the first ``Y`` in
+    use).  Raw (times the lazy scale ``sigma[F]``) in the model, their running sums in the
+    averaged model, or a model's own scores at prediction."""
+
+    T: np.ndarray
+    S0: np.ndarray
+    S1: np.ndarray
+
+
 @njit
-def unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1,
-                 sigma, Y, gpos, xsqs, xdiags, U):
-    """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position (L passes)."""
+def unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U):
+    """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position (L passes).
+
+    ``buf`` (:class:`ProxRows`, its first ``n`` rows) and the scales ``sigma`` are the model;
+    ``xsqs[i]``/``xdiags[i]`` receive each position's query caches
+    (:func:`~onlinemkl._core.kernels.prepare_query`); ``U``'s columns are the labels in use.
+    """
     L = xs.shape[0]
-    F = codes.shape[0]
-    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
-    rows = Rows(S, ssq, sdiag)
+    Y = U.shape[1]
+    F = spec.codes.shape[0]
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
     for i in range(L):
         prepare_query(xs[i], spec, xsqs[i], xdiags[i])
-        dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, coef, beta, Y, gpos[i])
+        dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, buf.coef, buf.beta, Y, gpos[i])
         for c in range(Y):
             acc = 0.0
             for k in range(F):
@@ -102,22 +121,27 @@ def chain_scores(Traw, S0raw, S1raw, sT, Y, T, S0, S1):
 
 
 @njit
-def sequence_predict(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1,
-                     sigma, Traw, S0raw, S1raw, Y, out_path):
-    """Viterbi labelling of one sequence under the current model."""
+def sequence_predict(xs, buf, n, spec, sigma, chain, Y, out_path):
+    """Viterbi labelling of one sequence under a model; returns its score, the path in ``out_path``.
+
+    The model: the first ``n`` rows of ``buf`` (:class:`ProxRows`), the scales ``sigma[F + 1]``
+    and the raw transition group ``chain`` (:class:`ChainScores`, scaled by ``sigma[F]``), over
+    ``Y`` labels.  The averaged model is the averaged coefficients and transition sums with unit
+    scales.  The records may come as plain tuples of their fields (see :func:`sequence_learn`).
+    """
+    buf, spec, chain = ProxRows(*buf), KernelSpec(*spec), ChainScores(*chain)
     L = xs.shape[0]
-    F = codes.shape[0]
-    G = gptr.shape[0] - 1
+    F = spec.codes.shape[0]
+    G = spec.gptr.shape[0] - 1
     gpos = np.empty((L, F, Y))
     xsqs = np.empty((L, G))
     xdiags = np.empty((L, F))
     U = np.empty((L, Y))
-    unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1, sigma, Y,
-                 gpos, xsqs, xdiags, U)
+    unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U)
     T = np.empty((Y, Y))
     S0 = np.empty(Y)
     S1 = np.empty(Y)
-    chain_scores(Traw, S0raw, S1raw, sigma[F], Y, T, S0, S1)
+    chain_scores(chain.T, chain.S0, chain.S1, sigma[F], Y, T, S0, S1)
     return viterbi(U, T, S0, S1, out_path)
 
 
@@ -135,17 +159,30 @@ def sequence_score(U, T, S0, S1, y):
 
 
 @njit
-def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
-                   codes, params, kgroup, granges, gptr, gl1, Traw, S0raw, S1raw, Tavg, S0avg, S1avg,
-                   theta_sq, sigma, sigma_cum, prox_weights, istate, hyper, b, b_new):
+def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
     """One online proximal step on a labelled sequence; returns ``(loss, n_wrong, updated)``.
 
     ``n_wrong`` counts the positions the model (before the step) labels wrongly
-    under plain Viterbi.  The caller guarantees capacity for ``L`` more rows.
+    under plain Viterbi.  The model is ``buf`` (:class:`ProxRows`), ``spec``
+    (:class:`~onlinemkl._core.state.KernelSpec`), the raw transition group ``chain`` and its
+    running sum ``chain_avg`` (:class:`ChainScores`) and ``st`` (:class:`GroupState`, indexed by
+    this module's ``H_*``/``I_*``), all updated in place; ``b``, ``b_new`` are scratch for the
+    group norms (``F + 1``).  The caller guarantees capacity for ``L`` more rows.
+
+    Each record may also come as a plain tuple of its fields in order, as the engine passes them
+    (Numba types a plain tuple from its items alone, a NamedTuple also from its class and field
+    names, on every call); the fields get their names back here.
     """
+    buf, spec, st = ProxRows(*buf), KernelSpec(*spec), GroupState(*st)
+    chain, chain_avg = ChainScores(*chain), ChainScores(*chain_avg)
+    S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base = buf
+    Traw, S0raw, S1raw = chain
+    Tavg, S0avg, S1avg = chain_avg
+    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper = st
+    params = spec.params
     L = xs.shape[0]
-    F = codes.shape[0]
-    G = gptr.shape[0] - 1
+    F = spec.codes.shape[0]
+    G = spec.gptr.shape[0] - 1
     P = F + 1
     Y = int(hyper[H_NLABELS])
     n = istate[I_N]
@@ -157,8 +194,7 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
     xsqs = np.empty((L, G))
     xdiags = np.empty((L, F))
     U = np.empty((L, Y))
-    unary_scores(xs, S, ssq, sdiag, coef, beta, n, codes, params, kgroup, granges, gptr, gl1, sigma, Y,
-                 gpos, xsqs, xdiags, U)
+    unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U)
     T = np.empty((Y, Y))
     S0 = np.empty(Y)
     S1 = np.empty(Y)
@@ -233,7 +269,6 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
         istate[I_UPDATES] += 1
     budget = int(hyper[H_BUDGET])
     work = block_work(G)
-    spec = KernelSpec(codes, params, kgroup, granges, gptr, gl1)
     rows = Rows(S, ssq, sdiag)
     kx = np.empty((F, 1))  # K_k(x_j, S_slot): the one-row blocked pass
     ge = np.empty((F, Y))
@@ -258,8 +293,8 @@ def sequence_learn(xs, ys, S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base,
             n += 1
             istate[I_N] = n
         istate[I_CLOCK] += 1
-        implicit_insert(slot, xs[i], xsqs[i], xdiags[i], u[i], eta, istate[I_CLOCK], S, ssq, sdiag, coef, beta,
-                        tstamp, avg_acc, avg_base, sigma, sigma_cum, theta_sq, gpos[i], params, Y)
+        implicit_insert(slot, Query(xs[i], xsqs[i], xdiags[i]), u[i], eta, istate[I_CLOCK], buf, params, st,
+                        gpos[i])
         for j in range(i + 1, L):
             kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx, 0)
             add_row_to_scores(1.0, slot, kx, coef, beta, Y, gpos[j])

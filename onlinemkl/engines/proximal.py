@@ -46,6 +46,17 @@ CLASSIFICATION_LOSSES = ("hinge", "logistic")
 REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_INSENSITIVE}
 
 
+def plain(*records):
+    """The records as plain tuples of their fields, as the engines pass them to compiled code.
+
+    Numba types a plain tuple argument from a fingerprint of its items; a NamedTuple's
+    fingerprint also spells its class and field names, a cost paid on every call of a per-example
+    step.  The compiled entry points turn the tuples back into the records
+    (``ProxRows(*buf)``), so the code inside still reads fields by name.
+    """
+    return tuple(tuple(r) for r in records)
+
+
 def check_explicit_groups(groups):
     if groups is None:
         return ()
@@ -143,6 +154,10 @@ class GroupNormEngine(BufferEngine):
     (``sigma_cum``, ``avg_acc``, ``avg_base``), the class vectors ``beta`` of the stored
     examples, and a buffer with one coefficient column per kernel.  ``_CORE`` is the compiled
     module whose ``H_*``/``I_*`` indices the ``hyper``/``istate`` arrays follow.
+
+    The compiled steps take the state as records (:class:`~onlinemkl._core.fobos.ProxRows`,
+    :class:`~onlinemkl._core.fobos.GroupState`, ...), built once and kept in ``_records`` until
+    an array is replaced (:meth:`_forget_records`).
     """
 
     _ROW_ARRAYS = ("beta", "avg_acc", "avg_base")
@@ -170,10 +185,22 @@ class GroupNormEngine(BufferEngine):
         self.avg_acc = np.zeros((cap, F))
         self.avg_base = np.zeros((cap, F))
         self.n_features = 0
+        self._forget_records()
 
     @property
     def n_support(self):
         return int(self.istate[self._CORE.I_N])
+
+    def _prox_rows(self, coef=None):
+        """The buffer and the per-row arrays as the record the compiled code takes (``coef``:
+        other coefficients than the buffer's, e.g. the averaged model's)."""
+        b = self.buf
+        return _cf.ProxRows(b.S, b.ssq, b.sdiag, b.coef if coef is None else coef, self.beta, b.tstamp,
+                            self.avg_acc, self.avg_base)
+
+    def _group_state(self):
+        """The group norms, scales, counters and settings as the record the compiled code takes."""
+        return _cf.GroupState(self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper)
 
     def group_norms(self):
         """``||theta_k||`` of every group (kernels first)."""
@@ -192,6 +219,7 @@ class GroupNormEngine(BufferEngine):
         beta = np.zeros((self.beta.shape[0], new))
         beta[:, :C] = self.beta
         self.beta = beta
+        self._forget_records()
         return new
 
     def _check_groups_state(self, need, fresh_hyper, free, P):
@@ -259,6 +287,16 @@ class ProximalEngine(GroupNormEngine):
         self.dl = np.zeros(C)
         self.b = np.zeros(P)
         self.b_new = np.zeros(P)
+        self._forget_records()
+
+    def _build_records(self):
+        """``(buf, spec, xg, st, scratch)``, the records :func:`~onlinemkl._core.fobos.fobos_learn`
+        and :func:`~onlinemkl._core.fobos.fobos_scores` take, as plain tuples (:func:`plain`);
+        kept until an array is replaced."""
+        self._records = plain(self._prox_rows(), self.ck.spec(),
+                              _cf.ExplicitGroups(self.W, self.W_avg, self.xk.granges, self.xk.gptr),
+                              self._group_state(), _cf.ProxScratch(self.g, self.scores, self.dl, self.b, self.b_new))
+        return self._records
 
     @property
     def n_outputs(self):
@@ -279,6 +317,7 @@ class ProximalEngine(GroupNormEngine):
                 arr = np.zeros((E, new, C))
                 arr[:, :dcap] = old
                 setattr(self, name, arr)
+        self._forget_records()
 
     def set_n_outputs(self, n_out):
         """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling."""
@@ -301,14 +340,8 @@ class ProximalEngine(GroupNormEngine):
     def _step(self, x, y_cls, y_val):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``."""
         self._ensure_rows(self.n_support + 1)
-        b = self.buf
-        codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
-        return _cf.fobos_learn(
-            x, y_cls, y_val, b.S, b.ssq, b.sdiag, b.coef, self.beta, b.tstamp, self.avg_acc, self.avg_base,
-            codes, params, kgroup, granges, gptr, gl1, self.W, self.W_avg, self.xk.granges, self.xk.gptr,
-            self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper,
-            self.g, self.scores, self.dl, self.b, self.b_new,
-        )
+        buf, spec, xg, st, scratch = self._records or self._build_records()
+        return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch)
 
     def target_scale(self):
         """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
@@ -329,20 +362,19 @@ class ProximalEngine(GroupNormEngine):
     def scores_one(self, x, average=None):
         """Scores of one example through the compiled pass (last or averaged model; default: ``average``)."""
         average = self.average if average is None else average
-        b = self.buf
-        codes, params, kgroup, granges, gptr, gl1 = self.ck.arrays()
+        buf, spec, xg, _, scratch = self._records or self._build_records()
         n_out = max(self.n_outputs, 1)
         n = self.n_support
-        coef, W, sigma = b.coef, self.W, self.sigma
+        sigma = self.sigma
         if average:
             # the averaged model's coefficients (O(n F)), then the same single pass with unit scales
             T = max(int(self.istate[_cf.I_T]), 1)
             coef = np.zeros((max(n, 1), self.n_kernels))
-            _cf.averaged_coefficients(n, b.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
-            W = self.W_avg / T
+            _cf.averaged_coefficients(n, self.buf.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            buf, xg = plain(self._prox_rows(coef),
+                            _cf.ExplicitGroups(self.W_avg / T, self.W_avg, self.xk.granges, self.xk.gptr))
             sigma = np.ones_like(self.sigma)
-        _cf.fobos_scores(x, b.S, b.ssq, b.sdiag, coef, self.beta, codes, params, kgroup, granges, gptr, gl1,
-                         W, self.xk.granges, self.xk.gptr, sigma, n, n_out, self.g, self.scores)
+        _cf.fobos_scores(x, buf, spec, xg, sigma, n, n_out, scratch)
         return self.scores[:n_out].copy()
 
     def _explicit_matrix(self, average):
@@ -430,6 +462,7 @@ class ProximalEngine(GroupNormEngine):
         fresh_hyper = self.hyper.copy()
         fresh_weights = self.prox_weights.copy()
         restore_arrays(self, arrays, self._STATE_ARRAYS)
+        self._forget_records()
         self.n_features = int(params["n_features"])
         self.ck._resolved = bool(params["kernels_resolved"])
         self.xk._resolved = bool(params["explicit_resolved"])
@@ -458,11 +491,10 @@ class ProximalEngine(GroupNormEngine):
 
     def recompute_theta_sq(self):
         """Implicit groups' raw squared norms recomputed from the buffer; explicit from W."""
-        b = self.buf
         out = np.empty_like(self.theta_sq)
         F = self.n_kernels
-        out[:F] = _cf.theta_sq_dense_from_buffer(b.S, b.ssq, b.sdiag, b.coef, self.beta, self.n_support,
-                                                 max(self.n_outputs, 1), *self.ck.arrays())
+        out[:F] = _cf.theta_sq_dense_from_buffer(self._prox_rows(), self.n_support, max(self.n_outputs, 1),
+                                                 self.ck.spec())
         for e in range(len(self.explicit_groups)):
             out[F + e] = float(np.sum(self.W[e] ** 2))
         return out

@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
+from .._core import fobos as _cf
 from .._core import sequence as _cs
 from ..engine import BufferEngine, collect_arrays, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, resolve_group_columns
-from .proximal import GroupNormEngine
+from .proximal import GroupNormEngine, plain
 
 __all__ = ["SequenceEngine", "LOSSES", "TRANSITION_ARRAYS"]
 
@@ -69,6 +70,7 @@ class SequenceEngine(GroupNormEngine):
             self.n_features = n_features
             self.buf.ensure_columns(n_features)
             self.ck.set_columns(resolve_group_columns(self.ck.groups, n_features, lookup))
+            self._forget_records()
 
     def set_n_labels(self, Y):
         """Use ``Y`` labels (they grow as new labels appear); the arrays grow by doubling."""
@@ -80,6 +82,15 @@ class SequenceEngine(GroupNormEngine):
                 grown = np.zeros((new, new) if arr.ndim == 2 else new)
                 grown[tuple(slice(0, n) for n in arr.shape)] = arr
                 setattr(self, name, grown)
+            self._forget_records()
+
+    def _build_records(self):
+        """``(buf, spec, chain, chain_avg, st)``, the records
+        :func:`~onlinemkl._core.sequence.sequence_learn` takes, as plain tuples
+        (:func:`~onlinemkl.engines.proximal.plain`); kept until an array is replaced."""
+        self._records = plain(self._prox_rows(), self.ck.spec(), _cs.ChainScores(self.T, self.S0, self.S1),
+                              _cs.ChainScores(self.Tavg, self.S0avg, self.S1avg), self._group_state())
+        return self._records
 
     def learn(self, xs, ys):
         """One step on a non-empty sequence (rows ``xs``, label indices ``ys``)."""
@@ -87,12 +98,8 @@ class SequenceEngine(GroupNormEngine):
         if self.gamma_unit is not None:
             self.hyper[_cs.H_GAMMA] = self.gamma_unit * math.sqrt(self.mean_loss_at_zero(xs.shape[0]))
         self._ensure_rows(self.n_support + xs.shape[0])
-        b = self.buf
-        return _cs.sequence_learn(
-            xs, ys, b.S, b.ssq, b.sdiag, b.coef, self.beta, b.tstamp, self.avg_acc, self.avg_base,
-            *self.ck.arrays(), self.T, self.S0, self.S1, self.Tavg, self.S0avg, self.S1avg,
-            self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper, self.b, self.b_new,
-        )
+        buf, spec, chain, chain_avg, st = self._records or self._build_records()
+        return _cs.sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, self.b, self.b_new)
 
     def mean_loss_at_zero(self, pending=0):
         """Mean loss at ``theta = 0`` of the sequences learnt so far (and one of length ``pending``).
@@ -114,32 +121,25 @@ class SequenceEngine(GroupNormEngine):
         path = np.zeros(xs.shape[0], dtype=np.int64)
         if Y == 0 or xs.shape[0] == 0:
             return path
-        b = self.buf
+        buf, spec, chain, _, _ = self._records or self._build_records()
         n = self.n_support
         F = self.ck.n_kernels
+        sigma = self.sigma
         if average:
-            from .._core.fobos import averaged_coefficients
-
             T = max(int(self.istate[_cs.I_T]), 1)
             coef = np.empty((max(n, 1), F))
-            averaged_coefficients(n, b.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            _cf.averaged_coefficients(n, self.buf.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
+            buf, chain = plain(self._prox_rows(coef), _cs.ChainScores(self.Tavg / T, self.S0avg / T, self.S1avg / T))
             sigma = np.ones(F + 1)
-            trans = (self.Tavg / T, self.S0avg / T, self.S1avg / T)
-        else:
-            coef, sigma = b.coef, self.sigma
-            trans = (self.T, self.S0, self.S1)
-        _cs.sequence_predict(xs, b.S, b.ssq, b.sdiag, coef, self.beta, n, *self.ck.arrays(), sigma, *trans, Y, path)
+        _cs.sequence_predict(xs, buf, n, spec, sigma, chain, Y, path)
         return path
 
     def recompute_theta_sq(self):
         """Squared raw group norms recomputed from the buffer and the transition arrays (tests)."""
-        from .._core.fobos import theta_sq_dense_from_buffer
-
-        b = self.buf
         out = np.empty_like(self.theta_sq)
         F = self.ck.n_kernels
-        out[:F] = theta_sq_dense_from_buffer(b.S, b.ssq, b.sdiag, b.coef, self.beta, self.n_support,
-                                             max(self.n_labels, 1), *self.ck.arrays())
+        out[:F] = _cf.theta_sq_dense_from_buffer(self._prox_rows(), self.n_support, max(self.n_labels, 1),
+                                                 self.ck.spec())
         out[F] = float(np.sum(self.T ** 2) + np.sum(self.S0 ** 2) + np.sum(self.S1 ** 2))
         return out
 
@@ -158,6 +158,7 @@ class SequenceEngine(GroupNormEngine):
         """Restore onto an engine built from the same parameters; every shape and index is checked."""
         fresh_hyper = self.hyper.copy()
         restore_arrays(self, arrays, self._STATE_ARRAYS)
+        self._forget_records()
         self.n_features = int(params["n_features"])
         self.len_sum = int(params["len_sum"])
         self.ck._resolved = bool(params["kernels_resolved"])
