@@ -57,9 +57,9 @@ def build_engine(n, d, budget=None, seed=0):
     b = eng.buf
     rng = np.random.default_rng(seed)
     b.S[:n, :d] = rng.normal(size=(n, d))
-    codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
+    spec = eng.ck.spec()
     for i in range(n):
-        ck.prepare_query(b.S[i, :d], codes, params, kgroup, granges, gptr, b.ssq[i], b.sdiag[i])
+        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], b.sdiag[i])
     F = eng.n_kernels
     b.coef[:n] = 1e-4 * rng.random((n, F))
     eng.beta[:n, :N_OUT] = rng.normal(size=(n, N_OUT))
@@ -108,12 +108,10 @@ def floor_table(sizes, dims, repeat):
             x = rng.normal(size=d)
             eng = build_engine(n, d)
             floor = memory_floor(eng.buf.S[:n, :d], repeat=repeat)
-            b = eng.buf
-            codes, params, kgroup, granges, gptr, gl1 = eng.ck.arrays()
+            buf, spec, xg, _, scratch = eng._build_records()
 
             def scores():
-                cf.fobos_scores(x, b.S, b.ssq, b.sdiag, b.coef, eng.beta, codes, params, kgroup, granges, gptr, gl1,
-                                eng.W, eng.xk.granges, eng.xk.gptr, eng.sigma, n, N_OUT, eng.g, eng.scores)
+                cf.fobos_scores(x, buf, spec, xg, eng.sigma, n, N_OUT, scratch)
 
             def learn():
                 eng.istate[cf.I_N] = n
