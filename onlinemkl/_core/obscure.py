@@ -182,7 +182,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
     :class:`ObscureState`, as those records or as plain tuples in the same order.
     """
     # The Python layer passes plain tuples (Numba dispatches them in C, a NamedTuple through
-    # Python's typeof, ~1 us each per call); inside, the named records.
+    # Python's typeof: a per-example cost); inside, the named records.
     buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
     spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
     st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
