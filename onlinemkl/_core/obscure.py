@@ -32,7 +32,7 @@ import numpy as np
 from .._config import njit, njit_inline
 from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
-from .scores import accumulate_block, dense_accumulation, kernel_scores, scatter_block
+from .scores import add_block_scores, dense_accumulation, kernel_scores
 from .state import KernelSpec, LabelledRows, Query, Rows
 
 # Indices into the ``hyper`` array (read-only settings).
@@ -206,10 +206,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
                 for j in range(F):
                     for r in range(m):
                         kv[j, r] = Kt[j, i, sv_index[i0 + r]]
-                if dense:
-                    accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g)
-                else:
-                    scatter_block(kv, m, coef, i0, ypos, yneg, g)
+                add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g)
             step_mode = SCORES_GIVEN
         loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode)
         if updated:

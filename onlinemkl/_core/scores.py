@@ -87,6 +87,16 @@ def scatter_block(kv, m, coef, i0, ypos, yneg, g_out):
 
 
 @njit
+def add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out):
+    """A block's share of the scores: :func:`accumulate_block` when ``dense``
+    (:func:`dense_accumulation`), else :func:`scatter_block`."""
+    if dense:
+        accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out)
+    else:
+        scatter_block(kv, m, coef, i0, ypos, yneg, g_out)
+
+
+@njit
 def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     """The fused hot loop: per-kernel scores of ``x`` in one pass over the buffer.
 
@@ -106,10 +116,7 @@ def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
         kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
-        if dense:
-            accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out)
-        else:
-            scatter_block(kv, m, coef, i0, ypos, yneg, g_out)
+        add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out)
 
 
 @njit_parallel
@@ -153,10 +160,7 @@ def accumulate_scores(K, n, coef, ypos, yneg, g_out):
         for j in range(F):
             for t in range(m):
                 kv[j, t] = K[j, i0 + t]
-        if dense:
-            accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out)
-        else:
-            scatter_block(kv, m, coef, i0, ypos, yneg, g_out)
+        add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out)
 
 
 @njit
