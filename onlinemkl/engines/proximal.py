@@ -339,7 +339,9 @@ class ProximalEngine(GroupNormEngine):
 
     def _step(self, x, y_cls, y_val):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``."""
-        self._ensure_rows(self.n_support + 1)
+        n = self.istate[_cf.I_N]
+        if n >= self.buf.S.shape[0]:  # the buffer is full: grow it (at the budget: no-op, the step evicts)
+            self._ensure_rows(int(n) + 1)
         buf, spec, xg, st, scratch = self._records or self._build_records()
         return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch)
 
