@@ -18,6 +18,7 @@ _LAZY = {
     "PolyMKLRegressor": ".polymkl",
     "NonlinearKRRRegressor": ".nonlinear",
     "load": ".persist",
+    "warmup": "._compile",
 }
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "PolyMKLRegressor",
     "NonlinearKRRRegressor",
     "load",
+    "warmup",
     "__version__",
 ]
 
