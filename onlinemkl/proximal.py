@@ -63,7 +63,7 @@ _COMMON_DOC = """
     random_state : int or None
 """
 
-# The flat learners evict with a projection onto a partner (onlinemkl._core.fobos.evict_and_merge)
+# The flat learners evict with a projection onto a partner (onlinemkl._core.group_evict.evict_and_merge)
 # and default to 'least_impact'; the sequence labeller reuses _COMMON_DOC with plain removal.
 _FLAT_BUDGET_DOC = _COMMON_DOC.replace("""    budget : int or None; eviction : {'oldest', 'least_impact'}
         As in OBSCURE.

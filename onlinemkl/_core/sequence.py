@@ -37,17 +37,15 @@ from .chain import forward_backward, viterbi, viterbi_loss_augmented
 from .fobos import (
     GroupState,
     ProxRows,
-    add_row_to_scores,
     apply_implicit_factors,
-    choose_dense_evictee,
     dense_kernel_scores,
-    evict_norms,
     implicit_insert,
     prox_factors,
     step_size,
     SCALE_FOLD_HIGH,
     SCALE_FOLD_LOW,
 )
+from .group_evict import add_row_to_scores, choose_dense_evictee, evict_norms
 from .kernels import block_work, kernel_row_block, prepare_query
 from .state import KernelSpec, Query, Rows
 

@@ -1,0 +1,210 @@
+"""Buffer maintenance of the group-norm learners (online proximal MKL, the sequence labeller).
+
+When the budget is full, a stored example leaves the model: chosen by :func:`choose_dense_evictee`,
+its share of the norms and scores taken out (:func:`evict_norms`, :func:`add_row_to_scores`), or
+projected onto a partner row with a parallel class vector (:func:`evict_scan` finds it,
+:func:`evict_and_merge` moves the contribution).  The steps in :mod:`onlinemkl._core.fobos` and
+:mod:`onlinemkl._core.sequence` run the kernel passes these need themselves and hand over the
+values, so the functions here are arithmetic, except the one scan over the buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import njit
+from .buffer import EVICT_OLDEST
+from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block
+from .state import Query
+
+
+@njit
+def add_row_to_scores(sign, i, kx, coef, beta, n_out, g):
+    """``g[k, c] += sign * coef[i, k] * K_k(x, S_i) * beta[i, c]``: stored row ``i``'s part of
+    the raw scores of ``x`` (to correct scores after an insertion or an eviction).  ``kx[k, 0] =
+    K_k(x, S_i)``, from the one-row blocked pass (:func:`kernel_row_block`) of the caller."""
+    F = coef.shape[1]
+    for k in range(F):
+        v = sign * coef[i, k] * kx[k, 0]
+        for c in range(n_out):
+            g[k, c] += v * beta[i, c]
+
+
+@njit
+def evict_norms(e, ge, theta_sq, coef, beta, n_out, sdiag, params):
+    """Take stored example ``e`` out of every implicit group's norm (its slot is then reused).
+
+    ``||theta_k - c_ek v_e||^2 = ||theta_k||^2 - 2 c_ek theta_k.v_e + c_ek^2 ||beta_e||^2 K_k(x_e, x_e)``,
+    with ``ge`` the raw scores of ``x_e`` (:func:`~onlinemkl._core.fobos.dense_kernel_scores`: a second pass over the
+    buffer, run by the caller).
+    """
+    F = coef.shape[1]
+    bsq = 0.0
+    for c in range(n_out):
+        bsq += beta[e, c] * beta[e, c]
+    for k in range(F):
+        r = -coef[e, k]
+        tu = 0.0
+        for c in range(n_out):
+            tu += beta[e, c] * ge[k, c]
+        kee = effective_diag(sdiag[e, k], params[k, 3])
+        v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * kee
+        theta_sq[k] = v if v > 0.0 else 0.0
+
+
+@njit
+def choose_dense_evictee(policy, n, tstamp, coef, beta, n_out, sdiag, params, sigma):
+    """Oldest, or least ``||Delta theta||^2 = sum_k (sigma_k coef_ik)^2 ||beta_i||^2 K_k(x_i, x_i)``."""
+    best = 0
+    if policy == EVICT_OLDEST:
+        for i in range(1, n):
+            if tstamp[i] < tstamp[best]:
+                best = i
+        return best
+    F = coef.shape[1]
+    best_val = np.inf
+    for i in range(n):
+        bsq = 0.0
+        for c in range(n_out):
+            bsq += beta[i, c] * beta[i, c]
+        val = 0.0
+        for k in range(F):
+            a = sigma[k] * coef[i, k]
+            val += a * a * bsq * effective_diag(sdiag[i, k], params[k, 3])
+        if val < best_val:
+            best_val = val
+            best = i
+    return best
+
+
+@njit
+def parallel_classes(beta, e, j, n_out):
+    """``(rho, ||beta_j||^2)`` if ``beta[e] = rho * beta[j]`` (class vectors parallel), else ``(0, 0)``."""
+    ee = 0.0
+    jj = 0.0
+    ej = 0.0
+    for c in range(n_out):
+        ee += beta[e, c] * beta[e, c]
+        jj += beta[j, c] * beta[j, c]
+        ej += beta[e, c] * beta[j, c]
+    if jj == 0.0 or ej == 0.0 or ej * ej < (1.0 - 1e-12) * ee * jj:
+        return 0.0, 0.0
+    return ej / jj, jj
+
+
+@njit
+def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
+    """One pass over the buffer for stored example ``e`` (about to be evicted).
+
+    Fills ``ge[k, c]``, the raw scores of ``x_e`` (``theta_k . v_e = sum_c beta_ec ge[k, c]``), and
+    returns the merge partner: the stored ``j != e`` whose class vector is parallel to ``e``'s
+    and whose row captures the most of ``e``'s contribution, ``sum_k (sigma_k coef_ek)^2
+    K_k(x_e, x_j)^2 / K_k(x_j, x_j)`` (the squared norm of its projection); ``kej[k] =
+    K_k(x_e, x_j)``.  Returns -1 when no row qualifies.
+    """
+    G = spec.gptr.shape[0] - 1
+    F = spec.codes.shape[0]
+    params, sdiag = spec.params, rows.sdiag
+    for k in range(F):
+        for c in range(n_out):
+            ge[k, c] = 0.0
+    qe = Query(rows.S[e, :].copy(), rows.ssq[e, :].copy(), sdiag[e, :].copy())
+    # The kernel values of x_e against a block of rows at once (the blocked pass of the scores),
+    # then the scalar bookkeeping row by row, in order.
+    work = block_work(G)
+    kv = np.empty((F, ROW_BLOCK))
+    best = -1
+    best_gain = 0.0
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
+        for t in range(m):
+            i = i0 + t
+            for c in range(n_out):
+                b = beta[i, c]
+                if b != 0.0:
+                    for k in range(F):
+                        ge[k, c] += kv[k, t] * coef[i, k] * b
+            if i == e:
+                continue
+            rho, jj = parallel_classes(beta, e, i, n_out)
+            if jj == 0.0:
+                continue
+            gain = 0.0
+            for k in range(F):
+                kii = effective_diag(sdiag[i, k], params[k, 3])
+                if kii > 0.0:
+                    a = sigma[k] * coef[e, k] * kv[k, t]
+                    gain += a * a / kii
+            if gain > best_gain:
+                best_gain = gain
+                best = i
+                for k in range(F):
+                    kej[k] = kv[k, t]
+    return best
+
+
+@njit
+def evict_and_merge(e, j, passes, buf, params, st, n_out, g):
+    """Take stored example ``e`` out of the model, projecting its contribution onto partner ``j``.
+
+    Group ``k`` holds ``coef_ek v_e`` with ``v_e = phi_k(x_e) (x) beta_e``.  Where a stored ``j``
+    has a parallel class vector (``beta_e = rho beta_j``: always for one output, i.e. binary
+    classification and regression; the same class pair for the multiclass hinge), the part of
+    ``coef_ek v_e`` along ``v_j`` is kept by ``coef_jk += a_k coef_ek`` with ``a_k = rho
+    K_k(x_e, x_j) / K_k(x_j, x_j)`` (the orthogonal projection, per group); only the
+    residual leaves the model.  The averaged model is treated alike: row ``e``'s accumulated
+    average moves to row ``j`` with the same factors.  Without a partner (``j = -1``) ``e`` is
+    simply removed (its share of the average with it).
+
+    Updates the raw squared norms exactly (eq. 17 style) and the raw scores ``g`` of the
+    incoming ``x`` (row ``e`` removed, row ``j`` changed), from what the caller's kernel passes
+    computed first, ``passes`` (:class:`EvictionPasses`): ``ge``/``gj`` the raw scores of
+    ``x_e``/``x_j`` and ``kej[k] = K_k(x_e, x_j)`` (:func:`evict_scan`,
+    :func:`~onlinemkl._core.fobos.dense_kernel_scores`), ``kxe[k, 0]``/``kxj[k, 0]`` the kernel values of ``x`` against
+    rows ``e``/``j``.  Row ``e`` itself is left for the caller to overwrite.  ``buf``
+    (:class:`~onlinemkl._core.fobos.ProxRows`) and ``st`` (:class:`~onlinemkl._core.fobos.GroupState`: ``theta_sq``, ``sigma_cum``) are
+    updated in place; ``params`` are the kernels' parameter rows.
+    """
+    ge, gj, kej, kxe, kxj = passes
+    coef, beta, sdiag = buf.coef, buf.beta, buf.sdiag
+    avg_acc, avg_base = buf.avg_acc, buf.avg_base
+    theta_sq, sigma_cum = st.theta_sq, st.sigma_cum
+    F = coef.shape[1]
+    add_row_to_scores(-1.0, e, kxe, coef, beta, n_out, g)
+    bsq = 0.0
+    for c in range(n_out):
+        bsq += beta[e, c] * beta[e, c]
+    if j < 0:
+        for k in range(F):
+            r = -coef[e, k]
+            tu = 0.0
+            for c in range(n_out):
+                tu += beta[e, c] * ge[k, c]
+            v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * effective_diag(sdiag[e, k], params[k, 3])
+            theta_sq[k] = v if v > 0.0 else 0.0
+        return
+    rho, bsq_j = parallel_classes(beta, e, j, n_out)
+    for k in range(F):
+        kee = effective_diag(sdiag[e, k], params[k, 3])
+        kjj = effective_diag(sdiag[j, k], params[k, 3])
+        a = rho * kej[k] / kjj if kjj > 0.0 else 0.0
+        ce = coef[e, k]
+        d = a * ce
+        tu_e = 0.0
+        tu_j = 0.0
+        for c in range(n_out):
+            tu_e += beta[e, c] * ge[k, c]
+            tu_j += beta[j, c] * gj[k, c]
+        # ||theta - ce v_e + d v_j||^2, with v_e . v_j = K_k(x_e, x_j) beta_e . beta_j = kej rho ||beta_j||^2
+        v = (theta_sq[k] - 2.0 * ce * tu_e + 2.0 * d * tu_j + ce * ce * bsq * kee + d * d * bsq_j * kjj
+             - 2.0 * ce * d * kej[k] * rho * bsq_j)
+        theta_sq[k] = v if v > 0.0 else 0.0
+        # the averaged model: fold row j's running average, then move row e's (projected) into it
+        ae = avg_acc[e, k] + ce * (sigma_cum[k] - avg_base[e, k])
+        avg_acc[j, k] += coef[j, k] * (sigma_cum[k] - avg_base[j, k]) + a * ae
+        avg_base[j, k] = sigma_cum[k]
+        coef[j, k] += d
+        v = d * kxj[k, 0]
+        for c in range(n_out):
+            g[k, c] += v * beta[j, c]
