@@ -6,7 +6,7 @@ Three tables, all ratios measured in the same run (DESIGN.md, performance model)
    (3 RBF + linear + quadratic, all on one feature group), the time of
 
    * ``row``        -- the pure kernel-row pass (``kernel_row``, serial, F x n values written),
-   * ``scores``     -- the fused score pass (``obscure_scores``: prediction, no update),
+   * ``scores``     -- the fused score pass (``ObscureEngine.scores_one``: prediction, no update),
    * ``learn``      -- ``ObscureEngine.learn`` with an update appended (no budget),
    * ``learn_evict``-- ``ObscureEngine.learn`` at a full budget of ``n`` (update + eviction),
    * ``partial_fit``-- ``OBSCUREClassifier.partial_fit`` on one row (validation + learn),
@@ -317,7 +317,7 @@ def main(argv=None):
                "norms, diagonals, coefficients, classes, time stamps); pass_floor: as many bytes as the arrays "
                "this pass reads (the same without the diagonals, which only normalised kernels read, "
                "and the time stamps). "
-               "row: kernel_row (serial); scores: obscure_scores; learn: ObscureEngine.learn with an append; "
+               "row: kernel_row (serial); scores: ObscureEngine.scores_one; learn: ObscureEngine.learn with an append; "
                "learn_evict: learn at a full budget (update + eviction); partial_fit: one row through the "
                "sklearn API. Serial path forced (PARALLEL_MIN_ROWS = inf)."),
         extra={"wall_seconds": time.perf_counter() - t0})

@@ -560,7 +560,8 @@ def test_river_budget_keeps_arrays_bounded():
                                                         (None, "oldest", 14)])
 def test_parallel_row_path_gives_identical_steps(monkeypatch, budget, eviction, n_classes):
     """``learn`` on buffers >= PARALLEL_MIN_ROWS (the fused pass over threads; the parallel kernel
-    row past DENSE_OUTPUTS classes) == the fused serial pass, bit for bit."""
+    row past DENSE_OUTPUTS classes) == the fused serial pass: the same predictions and updates, the
+    same numbers within rounding (the same sums in the same block order, compiled apart)."""
     from onlinemkl import _config
 
     X, y = make_data(200, n_classes, seed=31)
@@ -575,9 +576,11 @@ def test_parallel_row_path_gives_identical_steps(monkeypatch, budget, eviction, 
             out.append(eng.learn(np.ascontiguousarray(X[i]), int(y[i])))
         runs.append((out, eng))
     (o1, e1), (o2, e2) = runs
-    assert o1 == o2
-    assert np.array_equal(e1.theta_sq, e2.theta_sq) and np.array_equal(e1.fstate, e2.fstate)
-    assert np.array_equal(e1.buf.coef, e2.buf.coef) and np.array_equal(e1.buf.S, e2.buf.S)
+    assert [o[1:] for o in o1] == [o[1:] for o in o2]  # predictions and whether each step updated
+    np.testing.assert_allclose([o[0] for o in o1], [o[0] for o in o2], rtol=1e-10, atol=1e-12)
+    for a, b in ((e1.theta_sq, e2.theta_sq), (e1.fstate, e2.fstate), (e1.buf.coef, e2.buf.coef)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    assert np.array_equal(e1.buf.S, e2.buf.S)  # the stored rows themselves are copies
 
 
 def test_river_relative_bandwidth_frozen_once_its_group_has_features():
