@@ -14,7 +14,7 @@ Two shapes of the same computation:
 * per block (:func:`kernel_row_block`): :data:`ROW_BLOCK` stored rows at once, the
   kind of each kernel dispatched once per block, every loop a straight body (the dot
   products eight rows at a time, the exponentials through :func:`exp_neg_block`'s
-  polynomial, which LLVM vectorises).
+  straight-line polynomial, with no call in the loop).
   Every pass over the buffer (kernel rows, scores, proximal scores, eviction scans)
   goes through it.
 
