@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import buffer as _cb
+from ._lazy import lazy_module
+
+_cb = lazy_module("buffer")
 
 ARRAY_FIELDS = ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp")
 

@@ -205,7 +205,10 @@ def warmup(learners=None, progress=True) -> dict:
     bar = tqdm(total=len(names), file=sys.stderr, disable=None if progress is None else not progress,
                desc=label(names[0]) if names else None, delay=BAR_DELAY_S, dynamic_ncols=True,
                bar_format="{desc}{n_fmt}/{total_fmt} learners [{elapsed}]")
-    with bar, _Ticker(bar):
+    from ._lazy import blocking
+
+    # blocking(): a warm-up compiles; it must not hand its calls to the Python stand-in
+    with bar, _Ticker(bar), blocking():
         for name in names:
             bar.set_description(label(name), refresh=False)
             t0 = time.perf_counter()

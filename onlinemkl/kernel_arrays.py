@@ -14,9 +14,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ._core import batch as _cb
-from ._core import kernels as _ck
+from ._lazy import lazy_module
 from ._core.state import KernelSpec, Rows
+
+_cb = lazy_module("batch")
+_ck = lazy_module("kernels")
 
 __all__ = ["CompiledKernels", "resolve_group_columns", "block_kernels", "WeightedKernelSum"]
 

@@ -8,10 +8,12 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from .._core import polymkl as _cp
+from .._lazy import lazy_module
 from ..engine import EngineBase, state_rule
 from ..kernel_arrays import CompiledKernels, block_kernels, resolve_group_columns
 from ..kernels import check_kernels
+
+_cp = lazy_module("polymkl")
 
 __all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width"]
 

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import polymkl as _cp
+from .._lazy import lazy_module
 from .._validation import check_choice, check_number
 from ._window import WindowEngine, direct_solve, fit_width
+
+_cp = lazy_module("polymkl")
 
 __all__ = ["CortesEngine", "project", "make_engine"]
 

@@ -16,14 +16,16 @@ import numpy as np
 
 from .. import _config
 from .._buffer import EVICTION, SupportBuffer
-from .._core import kernels as _ck
-from .._core import obscure as _co
-from .._core import scores as _cs
+from .._lazy import lazy_module
 from .._core.state import LabelledRows, Query, Rows
 from .._validation import check_choice, check_number
 from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import check_kernels
+
+_ck = lazy_module("kernels")
+_co = lazy_module("obscure")
+_cs = lazy_module("scores")
 
 __all__ = ["ObscureEngine", "default_p", "default_eta", "EVICTION", "hinge_losses", "check_params",
            "AUTO_SWITCH_CLEAN_RUN", "check_switch_after", "stream_step"]

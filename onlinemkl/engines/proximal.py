@@ -20,13 +20,15 @@ import math
 import numpy as np
 
 from .._buffer import EVICTION, SupportBuffer
-from .._core import fobos as _cf
-from .._core import losses as _cl
-from .._core import prox as _cp
+from .._lazy import lazy_module
 from .._validation import check_choice, check_number
 from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear, check_kernels, default_regression_kernels
+
+_cf = lazy_module("fobos")
+_cl = lazy_module("losses")
+_cp = lazy_module("prox")
 
 __all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
            "REGRESSION_LOSSES", "settings", "classifier_engine", "regressor_engine"]

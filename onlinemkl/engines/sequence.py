@@ -12,11 +12,13 @@ import math
 
 import numpy as np
 
-from .._core import fobos as _cf
-from .._core import sequence as _cs
+from .._lazy import lazy_module
 from ..engine import BufferEngine, collect_arrays, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, resolve_group_columns
 from .proximal import GroupNormEngine, plain
+
+_cf = lazy_module("fobos")
+_cs = lazy_module("sequence")
 
 __all__ = ["SequenceEngine", "LOSSES", "TRANSITION_ARRAYS"]
 
