@@ -149,6 +149,18 @@ def _elements(args) -> int:
     return total
 
 
+def _in_cache(dispatcher) -> bool:
+    """True unless the dispatcher surely has nothing in the on-disk cache (no index file).
+
+    Only then is a first call worth :data:`LOAD_WAIT_S` of waiting: an empty cache would make
+    every entry point of a learner wait in turn for nothing.
+    """
+    try:
+        return os.path.exists(dispatcher._cache._cache_file._index_path)  # Numba internals
+    except AttributeError:  # no cache (ONLINEMKL_NO_CACHE), or another Numba: wait, to be safe
+        return getattr(dispatcher, "_cache", None) is not None and dispatcher._cache.__class__.__name__ != "NullCache"
+
+
 class _Job:
     """One background compilation of one entry point for one signature."""
 
@@ -224,7 +236,7 @@ class _Entry:
                     self.job = _Job(self, sig)
                     self.job.start()
                 job = self.job
-            if job.done.wait(LOAD_WAIT_S):
+            if job.done.wait(LOAD_WAIT_S if _in_cache(self.dispatcher) else 0.0):
                 return self._compiled()(*args)
             job.announce()
         if job.done.is_set() or _elements(args) > PYTHON_MAX_ELEMENTS:
