@@ -1,0 +1,461 @@
+"""How good are onlinemkl's *default* learners on data nobody tuned them for?
+
+A user who installs onlinemkl will mostly run ``StandardScaler() | OBSCUREClassifier()`` (or
+``ProximalMKLClassifier()``) with no parameters.  This benchmark asks what that user loses or
+gains against what they would pick instead, over a wide spread of offline data sets (real,
+small tabular, and generated ones with known quirks: irrelevant features, class imbalance,
+many features and few rows, many classes), with the same configuration everywhere.
+
+What is measured
+    Every data set is a stream of ``(x_dict, y)``.  The first 70% is the train part: every
+    online contestant makes ONE prequential pass over it (``predict_one`` then ``learn_one``
+    per example, test-then-train); the prequential accuracy is the fraction predicted right
+    before learning.  The last 30% is held out: predicted without learning (``predict_many``
+    where the pipeline has it).
+
+    Candidates (``CANDIDATES``; all behind ``river.preprocessing.StandardScaler() |``):
+    ``OBSCURE default`` and ``ProximalMKL default`` (no parameters), ``OBSCURE narrow``
+    (RBF at gamma = {1, 3, 10, 30}/d + normalised linear) and ``OBSCURE budget500``.
+
+    river reference: river's models with their own defaults, as ``bench_peers.py`` builds
+    them (StandardScaler | LR, one-vs-rest for multiclass; StandardScaler | RBFSampler | LR;
+    StandardScaler | exact kNN over a window of 1000; ARF, seed 42) plus a Hoeffding tree and
+    Gaussian naive Bayes (no scaler).  "river best" is the one with the highest prequential
+    accuracy on that data set (chosen per data set, i.e. with hindsight: a user would not
+    know which one to pick), reported with its name and examples/s.
+
+    Batch reference: scikit-learn ``SVC`` fitted on the train part (``StandardScaler``
+    fitted on the train part): (a) ``SVC()`` with its default RBF kernel; (b) ``SVC(kernel=
+    'precomputed')`` on the MEAN of the Gram matrices of ``onlinemkl.kernels.default_kernels()``
+    (RBF at 0.1/d, 1/d, 10/d, normalised linear, normalised quadratic), computed with
+    onlinemkl's own public ``onlinemkl.kernels.kernel_matrix`` so that gamma_scale/d and the
+    normalisation are resolved exactly as the learners resolve them.  Held-out accuracy.
+    (b) is what the default kernel set can do with uniform weights and a full batch solver.
+
+    Ratios per data set and candidate: ``preq_vs_river`` = candidate prequential accuracy
+    minus river best's (a difference, in accuracy points / 100); ``speed_vs_river`` =
+    candidate examples/s over river best's; ``heldout_vs_svc`` = candidate held-out accuracy
+    over the averaged-kernel SVC's (b).
+
+Timing: ``time.perf_counter`` wall time of the prequential pass (predict + learn) per
+contestant, so examples/s = train examples / seconds.  The machine is shared (2 cores, other
+jobs running), so each candidate's pass and river best's are run ``REPEAT`` = 3 times on fresh
+models (the passes are deterministic) and the best time is kept; the other river models are
+timed once (JSON only).  Throughputs stay noisy to some tens of per cent on tiny data sets
+(wine, iris: a pass takes milliseconds); CPU-time throughput is stored in the JSON too.
+Numba compilation is excluded: ``ONLINEMKL_BACKGROUND_COMPILE=0`` is set before onlinemkl is
+imported, ``onlinemkl.warmup(["obscure", "proximal"])`` runs first, and every candidate is
+warmed on 30 examples of each data set before its timed pass.  BLAS is limited to one thread.
+
+Data: river's Phishing, Bananas, ImageSegments (bundled order) and Shuttle (first 5,000
+rows, bundled order); scikit-learn's digits, wine, breast_cancer, iris (shuffled once, seed
+0); generated with fixed seeds, 2,000 rows each unless said: see ``DATASETS``.  Add a data set
+by adding a function returning a list of ``(x_dict, y)`` to ``DATASETS``.  No downloads.
+``--quick`` runs 3 small data sets (Phishing, wine, moons+8noise) capped at 600 rows.
+Run times on the shared 2-core machine: full ~4 minutes with a warm Numba cache; ``--quick``
+~10 s warm, ~70 s with a cold cache (compilation).
+
+Usage::
+
+    PYTHONPATH=. NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_defaults.py            # -> results/defaults.{md,json}
+    PYTHONPATH=. NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_defaults.py --quick    # -> results/defaults_quick.*
+    python benchmarks/bench_defaults.py --candidates "OBSCURE default" --datasets wine,iris --name scratch
+    python benchmarks/bench_defaults.py --candidates "OBSCURE default" \\
+        --extra 'OBSCURE C10=OBSCUREClassifier(C=10.0)' --name try_C10
+
+``--extra 'name=expression'`` (repeatable; split at the FIRST ``=``, so a name may not
+contain ``=``) adds a candidate: the expression is
+evaluated (once per run of the candidate) with ``onlinemkl``, ``onlinemkl.river`` (as
+``omr``), ``onlinemkl.kernels`` (as ``kernels``) and every public name of the last two in
+scope, must return an onlinemkl river classifier, and is put behind a StandardScaler.  Extra
+candidates always run; use ``--name`` so as not to overwrite the committed report.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("ONLINEMKL_BACKGROUND_COMPILE", "0")  # before onlinemkl is imported
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import markdown_table, single_thread_blas, write_report  # noqa: E402
+from bench_peers import _to_arrays, has_predict_many, river_models  # noqa: E402
+
+TRAIN_FRACTION = 0.7
+N_GEN = 2000
+SHUTTLE_CAP = 5000
+WARM_EXAMPLES = 30
+REPEAT = 3  # timed passes of each candidate and of river best: best wall time kept
+QUICK_DATASETS = ("Phishing", "wine", "moons+8noise")
+QUICK_CAP = 600
+
+
+# -- data sets: name -> () -> list of (x_dict, y) ----------------------------------------------
+
+def _from_arrays(X, y, shuffle_seed=None, prefix="x"):
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y)
+    if shuffle_seed is not None:
+        order = np.random.default_rng(shuffle_seed).permutation(len(y))
+        X, y = X[order], y[order]
+    return [({f"{prefix}{j}": float(v) for j, v in enumerate(row)}, y_.item()) for row, y_ in zip(X, y)]
+
+
+def _river_dataset(name, cap=None):
+    from river import datasets
+
+    return [(dict(x), y) for x, y in itertools.islice(iter(getattr(datasets, name)()), cap)]
+
+
+def _river_synth(make, n=N_GEN):
+    return [({str(k): float(v) for k, v in x.items()}, y) for x, y in itertools.islice(iter(make()), n)]
+
+
+def _sk_real(loader):
+    def load():
+        X, y = loader(return_X_y=True)
+        return _from_arrays(X, y, shuffle_seed=0)
+    return load
+
+
+def _moons_noise():
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(N_GEN, noise=0.3, random_state=0)
+    extra = np.random.default_rng(0).normal(size=(N_GEN, 8))
+    return _from_arrays(np.hstack([X, extra]), y)
+
+
+def _make_datasets():
+    from river.datasets import synth
+    from sklearn import datasets as skd
+
+    return {
+        "Phishing": lambda: _river_dataset("Phishing"),
+        "Bananas": lambda: _river_dataset("Bananas"),
+        "ImageSegments": lambda: _river_dataset("ImageSegments"),
+        "Shuttle[:5000]": lambda: _river_dataset("Shuttle", SHUTTLE_CAP),
+        "digits": _sk_real(skd.load_digits),
+        "wine": _sk_real(skd.load_wine),
+        "breast_cancer": _sk_real(skd.load_breast_cancer),
+        "iris": _sk_real(skd.load_iris),
+        "clf 20f/5inf/3c flip.05": lambda: _from_arrays(*skd.make_classification(
+            N_GEN, n_features=20, n_informative=5, n_classes=3, flip_y=0.05, random_state=0)),
+        "clf 8f/10c": lambda: _from_arrays(*skd.make_classification(
+            N_GEN, n_features=8, n_informative=6, n_redundant=2, n_classes=10, random_state=0)),
+        "moons+8noise": _moons_noise,
+        "circles": lambda: _from_arrays(*skd.make_circles(N_GEN, noise=0.1, factor=0.5, random_state=0)),
+        "imbalanced 90/10": lambda: _from_arrays(*skd.make_classification(
+            N_GEN, n_features=20, weights=[0.9, 0.1], random_state=0)),
+        "wide 100f/300r": lambda: _from_arrays(*skd.make_classification(
+            300, n_features=100, n_informative=10, random_state=0)),
+        "Agrawal": lambda: _river_synth(lambda: synth.Agrawal(seed=0)),
+        "SEA noise.1": lambda: _river_synth(lambda: synth.SEA(noise=0.1, seed=0)),
+        "Hyperplane": lambda: _river_synth(lambda: synth.Hyperplane(seed=0)),
+        "RandomRBF 5c/10f": lambda: _river_synth(lambda: synth.RandomRBF(
+            seed_model=0, seed_sample=0, n_classes=5, n_features=10)),
+        "LED irrelevant": lambda: _river_synth(lambda: synth.LED(seed=0, irrelevant_features=True)),
+        "Waveform": lambda: _river_synth(lambda: synth.Waveform(seed=0)),
+    }
+
+
+DATASETS = _make_datasets()
+
+
+# -- contestants -----------------------------------------------------------------------------
+
+def _scaled(make_clf):
+    def make():
+        from river import preprocessing
+
+        return preprocessing.StandardScaler() | make_clf()
+    return make
+
+
+def _narrow_kernels():
+    from onlinemkl.kernels import RBF, Linear
+
+    return (RBF(gamma_scale=1), RBF(gamma_scale=3), RBF(gamma_scale=10), RBF(gamma_scale=30),
+            Linear(normalize=True))
+
+
+def _obscure(**kw):
+    from onlinemkl.river import OBSCUREClassifier
+
+    return lambda: OBSCUREClassifier(**kw)
+
+
+def _proximal(**kw):
+    from onlinemkl.river import ProximalMKLClassifier
+
+    return lambda: ProximalMKLClassifier(**kw)
+
+
+CANDIDATES = {
+    "OBSCURE default": _scaled(lambda: _obscure()()),
+    "ProximalMKL default": _scaled(lambda: _proximal()()),
+    "OBSCURE narrow": _scaled(lambda: _obscure(kernels=_narrow_kernels())()),
+    "OBSCURE budget500": _scaled(lambda: _obscure(budget=500)()),
+}
+
+
+def _extra_candidate(spec):
+    """``'name=expression'`` -> (name, callable building the scaled model)."""
+    name, sep, expr = spec.partition("=")
+    if not sep or not name.strip() or not expr.strip():
+        raise SystemExit(f"--extra {spec!r}: expected 'name=python expression'")
+    import onlinemkl
+    import onlinemkl.kernels as kernels
+    import onlinemkl.river as omr
+
+    scope = {"onlinemkl": onlinemkl, "omr": omr, "kernels": kernels}
+    scope.update({k: getattr(kernels, k) for k in kernels.__all__})
+    scope.update({k: getattr(omr, k) for k in omr.__all__})
+    compile(expr, f"--extra {name}", "eval")  # fail now on a syntax error
+    return name.strip(), _scaled(lambda: eval(expr, dict(scope)))
+
+
+def all_river_models(multiclass):
+    """bench_peers' river contestants plus a Hoeffding tree and Gaussian naive Bayes."""
+    from river import naive_bayes, tree
+
+    out = dict(river_models(multiclass))
+    out["river HoeffdingTree"] = lambda: tree.HoeffdingTreeClassifier()
+    out["river GaussianNB"] = lambda: naive_bayes.GaussianNB()
+    return out
+
+
+# -- running -----------------------------------------------------------------------------------
+
+def _prequential(make, train):
+    """One timed test-then-train pass; (model, correct, wall seconds, CPU seconds)."""
+    model = make()
+    correct = 0
+    t0, c0 = time.perf_counter(), time.process_time()
+    for x, y in train:
+        if model.predict_one(x) == y:
+            correct += 1
+        model.learn_one(x, y)
+    return model, correct, time.perf_counter() - t0, time.process_time() - c0
+
+
+def run_online(make, train, test, repeat=1):
+    """Prequential pass over ``train``, then held-out predictions on ``test``.
+
+    With ``repeat > 1`` the (deterministic) pass is run again on a fresh model and the best
+    wall time is kept, as ``_common.best_time`` does: on a shared machine the minimum is the
+    least disturbed measurement.
+    """
+    model, correct, wall, cpu = _prequential(make, train)
+    t1 = time.perf_counter()
+    xs_te = [x for x, _ in test]
+    if has_predict_many(model):
+        import pandas as pd
+
+        yp = list(model.predict_many(pd.DataFrame(xs_te)))
+    else:
+        yp = [model.predict_one(x) for x in xs_te]
+    pred_s = time.perf_counter() - t1
+    held = float(np.mean([a == y for a, (_, y) in zip(yp, test)]))
+    out = {"preq_acc": correct / len(train), "heldout_acc": held, "heldout_predict_s": pred_s}
+    return retime(make, train, out, repeat, wall, cpu)
+
+
+def retime(make, train, out, repeat, wall=np.inf, cpu=np.inf):
+    """Re-run the prequential pass ``repeat`` more times (or until ``repeat`` in all); keep the best."""
+    n_runs = 1 if np.isfinite(wall) else 0
+    while n_runs < repeat:
+        _, correct, w, c = _prequential(make, train)
+        if correct / len(train) != out["preq_acc"]:
+            print(f"    warning: a repeated pass scored {correct / len(train):.4f}, first {out['preq_acc']:.4f}")
+        wall, cpu, n_runs = min(wall, w), min(cpu, c), n_runs + 1
+    return dict(out, seconds=wall, ex_per_s=len(train) / wall, cpu_ex_per_s=len(train) / max(cpu, 1e-9),
+                timing_runs=n_runs)
+
+
+def warm(make, train):
+    m = make()
+    for x, y in train[:WARM_EXAMPLES]:
+        m.predict_one(x)
+        m.learn_one(x, y)
+    m.predict_one(train[0][0])
+
+
+def run_svcs(train, test, classes):
+    """Held-out accuracy of SVC() and of SVC on the mean of the default kernels' Gram matrices."""
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from onlinemkl.kernels import default_kernels, kernel_matrix
+
+    keys = list(dict.fromkeys(k for x, _ in train for k in x))
+    li = {c: i for i, c in enumerate(classes)}
+    X, y = _to_arrays([x for x, _ in train], [y for _, y in train], keys, li)
+    Xt, yt = _to_arrays([x for x, _ in test], [y for _, y in test], keys, li)
+    scaler = StandardScaler().fit(X)
+    X, Xt = scaler.transform(X), scaler.transform(Xt)
+    t0 = time.perf_counter()
+    rbf = float(np.mean(SVC().fit(X, y).predict(Xt) == yt))
+    t_rbf = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    kernels = default_kernels()
+    K = np.zeros((len(X), len(X)))
+    Kt = np.zeros((len(Xt), len(X)))
+    for k in kernels:  # one kernel at a time: bounded memory
+        K += kernel_matrix(X, X, [k])[0]
+        Kt += kernel_matrix(Xt, X, [k])[0]
+    K /= len(kernels)
+    Kt /= len(kernels)
+    mkl = float(np.mean(SVC(kernel="precomputed").fit(K, y).predict(Kt) == yt))
+    t_mkl = time.perf_counter() - t0
+    return {"svc_rbf_heldout": rbf, "svc_meank_heldout": mkl, "svc_rbf_s": t_rbf, "svc_meank_s": t_mkl}
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help=f"{len(QUICK_DATASETS)} small data sets capped at {QUICK_CAP} rows")
+    ap.add_argument("--datasets", default=None, help="comma-separated names from DATASETS")
+    ap.add_argument("--candidates", default=None, help="comma-separated names from CANDIDATES (default: all)")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR",
+                    help="an extra candidate: NAME=python expression returning an onlinemkl river classifier")
+    ap.add_argument("--cap", type=int, default=None, help="cap every data set at this many rows")
+    ap.add_argument("--name", default=None, help="report name (default defaults / defaults_quick)")
+    args = ap.parse_args(argv)
+
+    if args.candidates:
+        wanted = [c.strip() for c in args.candidates.split(",") if c.strip()]
+        unknown = [c for c in wanted if c not in CANDIDATES]
+        if unknown:
+            raise SystemExit(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
+        candidates = {c: CANDIDATES[c] for c in wanted}
+    else:
+        candidates = dict(CANDIDATES)
+    for spec in args.extra:
+        name, make = _extra_candidate(spec)
+        candidates[name] = make
+
+    names = (args.datasets.split(",") if args.datasets else list(QUICK_DATASETS if args.quick else DATASETS))
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        raise SystemExit(f"unknown data set(s) {unknown}; choose from {list(DATASETS)}")
+    cap = args.cap if args.cap is not None else (QUICK_CAP if args.quick else None)
+
+    import onlinemkl
+
+    t_start = time.perf_counter()
+    compile_s = onlinemkl.warmup(["obscure", "proximal"], progress=False)
+    print(f"warm-up (compile or cache load): {compile_s}", flush=True)
+
+    rows, refs, river_all = [], [], []
+    with single_thread_blas():
+        for dname in names:
+            data = DATASETS[dname]()
+            if cap is not None:
+                data = data[:cap]
+            n_tr = int(round(TRAIN_FRACTION * len(data)))
+            train, test = data[:n_tr], data[n_tr:]
+            classes = sorted({y for _, y in data}, key=repr)
+            multiclass = len(classes) > 2
+            n_feat = len(data[0][0])
+            print(f"== {dname}: {len(data)} rows ({n_tr} train / {len(test)} held-out), {n_feat} features, "
+                  f"{len(classes)} classes", flush=True)
+
+            river_res = {}
+            river_all_models = all_river_models(multiclass)
+            for label, make in river_all_models.items():
+                r = run_online(make, train, test)
+                river_res[label] = r
+                print(f"  {label:28s} preq={r['preq_acc']:.4f} held={r['heldout_acc']:.4f} "
+                      f"{r['ex_per_s']:.0f} ex/s", flush=True)
+            best_label = max(river_res, key=lambda k: river_res[k]["preq_acc"])
+            best = river_res[best_label] = retime(river_all_models[best_label], train, river_res[best_label],
+                                                  REPEAT, river_res[best_label]["seconds"],
+                                                  len(train) / river_res[best_label]["cpu_ex_per_s"])
+            river_all += [{"dataset": dname, "contestant": k, "river_best": k == best_label, **v}
+                          for k, v in river_res.items()]
+
+            svc = run_svcs(train, test, classes)
+            print(f"  SVC rbf held={svc['svc_rbf_heldout']:.4f}  SVC mean-kernel held={svc['svc_meank_heldout']:.4f}",
+                  flush=True)
+            refs.append({"dataset": dname, "n_train": n_tr, "n_test": len(test), "features": n_feat,
+                         "classes": len(classes), "river_best": best_label, "river_preq": best["preq_acc"],
+                         "river_heldout": best["heldout_acc"], "river_ex_per_s": best["ex_per_s"],
+                         "svc_rbf_heldout": svc["svc_rbf_heldout"], "svc_meank_heldout": svc["svc_meank_heldout"]})
+
+            for label, make in candidates.items():
+                warm(make, train)
+                r = run_online(make, train, test, REPEAT)
+                print(f"  {label:28s} preq={r['preq_acc']:.4f} held={r['heldout_acc']:.4f} "
+                      f"{r['ex_per_s']:.0f} ex/s", flush=True)
+                rows.append({
+                    "dataset": dname, "candidate": label, "preq_acc": r["preq_acc"], "heldout_acc": r["heldout_acc"],
+                    "ex_per_s": r["ex_per_s"], "river_best": best_label, "river_preq": best["preq_acc"],
+                    "river_ex_per_s": best["ex_per_s"], "svc_rbf_heldout": svc["svc_rbf_heldout"],
+                    "svc_meank_heldout": svc["svc_meank_heldout"],
+                    "preq_vs_river": r["preq_acc"] - best["preq_acc"],
+                    "speed_vs_river": r["ex_per_s"] / best["ex_per_s"],
+                    "heldout_vs_svc": r["heldout_acc"] / svc["svc_meank_heldout"],
+                    "cpu_ex_per_s": r["cpu_ex_per_s"], "n_train": n_tr, "n_test": len(test),
+                })
+    total_s = time.perf_counter() - t_start
+
+    summary = []
+    for label in candidates:
+        rs = [r for r in rows if r["candidate"] == label]
+        ratios = [r["heldout_vs_svc"] for r in rs]
+        worst = min(rs, key=lambda r: r["heldout_vs_svc"])
+        worst_preq = min(rs, key=lambda r: r["preq_vs_river"])
+        speeds = [r["speed_vs_river"] for r in rs]
+        summary.append({
+            "candidate": label, "datasets": len(rs),
+            "preq_ge_river_best": sum(r["preq_vs_river"] >= 0 for r in rs),
+            "mean_preq_vs_river": float(np.mean([r["preq_vs_river"] for r in rs])),
+            "worst_preq_vs_river": f"{worst_preq['preq_vs_river']:+.3f} ({worst_preq['dataset']})",
+            "mean_heldout_vs_svc": float(np.mean(ratios)),
+            "worst_heldout_vs_svc": f"{worst['heldout_vs_svc']:.3f} ({worst['dataset']})",
+            "mean_speed_vs_river": float(np.mean(speeds)),
+            "geomean_speed_vs_river": float(np.exp(np.mean(np.log(speeds)))),
+        })
+
+    name = args.name or ("defaults_quick" if args.quick else "defaults")
+    intro = __doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+    notes = (
+        f"{intro}\n\nSee the docstring of `benchmarks/bench_defaults.py` for the full method.  "
+        f"Train = first {int(TRAIN_FRACTION * 100)}% (one prequential pass), held-out = last "
+        f"{100 - int(TRAIN_FRACTION * 100)}%.  examples/s: wall time (`perf_counter`) of the prequential pass "
+        "on a shared 2-core machine (noisy).  `river best`: river's most accurate model by prequential "
+        "accuracy on each data set (picked with hindsight).  SVC (mean kernel): `SVC(kernel='precomputed')` on "
+        "the mean of the Gram matrices of `default_kernels()` from `onlinemkl.kernels.kernel_matrix`."
+        f"{' Rows capped at ' + str(cap) + '.' if cap else ''}  Total run time {total_s:.0f} s.\n\n"
+        "## Summary per candidate\n\n"
+        "`preq_ge_river_best`: data sets where the candidate's prequential accuracy >= river best's. "
+        "`*_preq_vs_river`: accuracy difference; `*_heldout_vs_svc`: held-out accuracy / SVC (mean kernel) "
+        "held-out accuracy; `*_speed_vs_river`: examples/s / river best's examples/s.\n\n"
+        + markdown_table(summary)
+        + "\n## References per data set\n\n" + markdown_table(refs)
+        + "\n## Per data set and candidate\n"
+    )
+    columns = ["dataset", "candidate", "preq_acc", "heldout_acc", "ex_per_s", "river_best", "river_preq",
+               "river_ex_per_s", "svc_rbf_heldout", "svc_meank_heldout", "preq_vs_river", "speed_vs_river",
+               "heldout_vs_svc"]
+    write_report(name, rows, columns=columns, title="Default learners vs what a user would pick instead",
+                 notes=notes, extra={"summary": summary, "references": refs, "river_all": river_all,
+                                      "candidates": list(candidates), "extra_specs": args.extra,
+                                      "cap": cap, "total_seconds": total_s, "warmup_seconds": compile_s})
+
+
+if __name__ == "__main__":
+    main()
