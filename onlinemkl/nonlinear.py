@@ -16,17 +16,16 @@ True
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import RegressorMixin
 
 from ._validation import store_params
 from .engines.nonlinear import make_engine, project  # noqa: F401  (project: part of the public API)
-from .sklearn import EngineEstimator
+from .sklearn import MiniBatchRegressor
 
 __all__ = ["NonlinearKRRRegressor", "project"]
 
 
-class NonlinearKRRRegressor(RegressorMixin, EngineEstimator):
+class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
     """KRR with a learnt polynomial combination of kernels (Cortes et al. 2009), as a mini-batch learner.
 
     Parameters
@@ -82,39 +81,9 @@ class NonlinearKRRRegressor(RegressorMixin, EngineEstimator):
     def _new_engine(self):
         return make_engine(self)
 
-    def fit(self, X, y):
-        """Learn from scratch: mini-batches of ``budget`` rows in order."""
-        engine = self._new_engine()
-        X = self._rows(X, first=True)
-        y = self._targets(y, X.shape[0])
-        engine.check_columns(X.shape[1])
-        step = X.shape[0] if self.budget is None else self.budget
-        for start in range(0, X.shape[0], step):
-            engine.learn_many(X[start:start + step], y[start:start + step])
-        self._engine, self.n_features_in_ = engine, X.shape[1]
-        return self
-
-    def partial_fit(self, X, y):
-        """Learn from one mini-batch, warm-starting ``mu`` and the step.  A rejected batch changes nothing."""
-        first = not hasattr(self, "_engine")
-        X = self._rows(X, first)
-        y = self._targets(y, X.shape[0])
-        engine = self._new_engine() if first else self._engine
-        engine.check_columns(X.shape[1])
-        engine.learn_many(X, y)
-        self._engine, self.n_features_in_ = engine, X.shape[1]
-        return self
-
-    def predict(self, X):
-        return self._fitted_engine().predict_many(self._rows(X))
-
     @property
     def mu_(self):
         return self._fitted_engine().mu.copy()
-
-    @property
-    def objective_(self):
-        return np.asarray(self._fitted_engine().history)
 
     @property
     def n_iter_(self):

@@ -16,17 +16,16 @@ True
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import RegressorMixin
 
 from ._validation import store_params
 from .engines.polymkl import make_engine, multiplicity  # noqa: F401  (multiplicity: part of the public API)
-from .sklearn import EngineEstimator
+from .sklearn import MiniBatchRegressor
 
 __all__ = ["PolyMKLRegressor", "multiplicity"]
 
 
-class PolyMKLRegressor(RegressorMixin, EngineEstimator):
+class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     """Polynomial-kernel MKL regressor: KRR with learnt weights over products of base kernels.
 
     Parameters
@@ -92,32 +91,6 @@ class PolyMKLRegressor(RegressorMixin, EngineEstimator):
     def _new_engine(self):
         return make_engine(self, self.random_state)
 
-    def fit(self, X, y):
-        """Learn from scratch: mini-batches of ``budget`` rows in order (one batch if ``budget`` is None)."""
-        engine = self._new_engine()
-        X = self._rows(X, first=True)
-        y = self._targets(y, X.shape[0])
-        engine.check_columns(X.shape[1])
-        step = X.shape[0] if self.budget is None else self.budget
-        for start in range(0, X.shape[0], step):
-            engine.learn_many(X[start:start + step], y[start:start + step])
-        self._engine, self.n_features_in_ = engine, X.shape[1]
-        return self
-
-    def partial_fit(self, X, y):
-        """Learn from one mini-batch, warm-starting from the previous one.  A rejected batch changes nothing."""
-        first = not hasattr(self, "_engine")
-        X = self._rows(X, first)
-        y = self._targets(y, X.shape[0])
-        engine = self._new_engine() if first else self._engine
-        engine.check_columns(X.shape[1])
-        engine.learn_many(X, y)
-        self._engine, self.n_features_in_ = engine, X.shape[1]
-        return self
-
-    def predict(self, X):
-        return self._fitted_engine().predict_many(self._rows(X))
-
     @property
     def multi_indices_(self):
         return [tuple(int(v) for v in row if v >= 0) for row in self._fitted_engine().Z]
@@ -125,10 +98,6 @@ class PolyMKLRegressor(RegressorMixin, EngineEstimator):
     @property
     def theta_(self):
         return self._fitted_engine().theta_pred.copy()
-
-    @property
-    def objective_(self):
-        return np.asarray(self._fitted_engine().history)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import check_rows, check_target, float_array
 from .features import LabelMap
 
-__all__ = ["EngineEstimator", "EngineClassifier", "check_labels", "check_targets"]
+__all__ = ["EngineEstimator", "EngineClassifier", "MiniBatchRegressor", "check_labels", "check_targets"]
 
 
 def check_labels(y, n_rows):
@@ -190,3 +190,43 @@ class EngineClassifier(EngineEstimator):
 
     def _engine_for(self, attrs):
         return self._new_engine(attrs["classes_"])
+
+
+class MiniBatchRegressor(EngineEstimator):
+    """Base of the mini-batch regressors (PolyMKL, non-linear KRR): the engine learns whole batches.
+
+    ``fit`` feeds the rows in order in mini-batches of ``budget`` rows (one batch if ``budget``
+    is None), warm-starting each from the last; ``partial_fit`` feeds one batch.  A subclass
+    declares its parameters (which include ``budget``) and ``_new_engine()``.
+    """
+
+    def fit(self, X, y):
+        """Learn from scratch: mini-batches of ``budget`` rows in order (one batch if ``budget`` is None)."""
+        engine = self._new_engine()
+        X = self._rows(X, first=True)
+        y = self._targets(y, X.shape[0])
+        engine.check_columns(X.shape[1])
+        step = X.shape[0] if self.budget is None else self.budget
+        for start in range(0, X.shape[0], step):
+            engine.learn_many(X[start:start + step], y[start:start + step])
+        self._engine, self.n_features_in_ = engine, X.shape[1]
+        return self
+
+    def partial_fit(self, X, y):
+        """Learn from one mini-batch, warm-starting from the previous one.  A rejected batch changes nothing."""
+        first = not hasattr(self, "_engine")
+        X = self._rows(X, first)
+        y = self._targets(y, X.shape[0])
+        engine = self._new_engine() if first else self._engine
+        engine.check_columns(X.shape[1])
+        engine.learn_many(X, y)
+        self._engine, self.n_features_in_ = engine, X.shape[1]
+        return self
+
+    def predict(self, X):
+        return self._fitted_engine().predict_many(self._rows(X))
+
+    @property
+    def objective_(self):
+        """The objective after each iteration of the last batch."""
+        return np.asarray(self._fitted_engine().history)
