@@ -179,3 +179,23 @@ class LineReader(Reader):
 
     def _lines(self) -> Iterator[Tuple[int, str]]:
         return open_source(self._spec, on_bad=self._bad, **self._source_options)
+
+    def _parse(self, text: str) -> Optional[Tuple[dict, Any]]:  # pragma: no cover - abstract
+        """One line's ``(x, y)``, ``None`` for a line without a record (blank, comment); raises
+        :class:`_BadLine` for a bad one."""
+        raise NotImplementedError
+
+    def _records(self) -> Iterator[Tuple[dict, Any]]:
+        """The records of :meth:`_parse` line by line, bad lines through the on_error policy."""
+        lines = self._lines()
+        try:
+            for line_no, text in lines:
+                try:
+                    record = self._parse(text)
+                except _BadLine as bad:
+                    self._bad(line_no, bad.problem, bad.fix)
+                    continue
+                if record is not None:
+                    yield record
+        finally:
+            lines.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Optional
 
 from ._base import LineReader, _BadLine
 from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT
@@ -94,20 +94,6 @@ class JSONLReader(LineReader):
             if value is not None:
                 x[key] = value
         return x, y
-
-    def _records(self) -> Iterator[Tuple[dict, Any]]:
-        lines = self._lines()
-        try:
-            for line_no, text in lines:
-                try:
-                    record = self._parse(text)
-                except _BadLine as bad:
-                    self._bad(line_no, bad.problem, bad.fix)
-                    continue
-                if record is not None:
-                    yield record
-        finally:
-            lines.close()
 
 
 def read_jsonl(source: Any, *, target: str = "y", features: Optional[str] = "x",

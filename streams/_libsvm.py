@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Tuple, Union
+from typing import Any, Union
 
 from ._base import LineReader, _BadLine, to_float
 from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT
@@ -77,20 +77,6 @@ class LibSVMReader(LineReader):
                                "keep one value per index")
             x[key] = to_float(value, f"feature {index}")
         return x, y
-
-    def _records(self) -> Iterator[Tuple[dict, Any]]:
-        lines = self._lines()
-        try:
-            for line_no, text in lines:
-                try:
-                    record = self._parse(text)
-                except _BadLine as bad:
-                    self._bad(line_no, bad.problem, bad.fix)
-                    continue
-                if record is not None:
-                    yield record
-        finally:
-            lines.close()
 
 
 def read_libsvm(source: Any, *, zero_based: bool = False, on_error: str = "raise",
