@@ -8,12 +8,12 @@ import sys
 import time
 
 from ._errors import CommandError
-from ._loop import _progress, _SignalGuard, _Stopped, learn_checked
+from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, rejected, start_run
 from ._model import _kernels_of, _model_from_args, _print_weights, _target_default, describe, final_step, \
     kernel_label, save_model
-from ._source import Source, _report_skips
+from ._source import _report_skips
 from ._train import _train_extra
-from ._warmup import compile_first, compile_note
+from ._warmup import compile_note
 
 
 METRICS = {
@@ -57,9 +57,7 @@ def _evaluate(args) -> int:
     metrics = {name: getattr(rm, METRICS[name])() for name in names}
     need_proba = any(not getattr(m, "requires_labels", True) for m in metrics.values())
     target = _target_default(args, meta)
-    learner = final_step(model)
-    t_compile = compile_first(learner, args)  # before the source is read and the clock starts
-    src = Source.from_args(args, target)
+    learner, t_compile, src = start_run(model, args, target)
     curve = []  # (n, {metric: value}, kernel weights)
     n = 0
     n_rejected = 0
@@ -67,25 +65,17 @@ def _evaluate(args) -> int:
     t0 = time.perf_counter()
     status = 0
     with _SignalGuard() as guard:
+        examples = Examples(src, guard, lambda: args.limit is None or n < args.limit)
         try:
-            it = iter(src)
-            while args.limit is None or n < args.limit:
-                try:
-                    x, y = next(it)
-                except StopIteration:
-                    break
-                guard.busy = True
+            for x, y in examples:
                 try:
                     y_pred = model.predict_one(x)
                     proba = model.predict_proba_one(x) if need_proba else None
                     learn_checked(model, x, y)
                 except (TypeError, ValueError) as exc:
                     guard.busy = False
-                    if args.on_error == "raise":
-                        raise CommandError(f"{src.position}: the learner rejected the example: {exc}") from None
                     n_rejected += 1
-                    if args.on_error == "warn":
-                        print(f"onlinemkl evaluate: warning: {src.position}: skipped: {exc}", file=sys.stderr)
+                    rejected(args, src, exc, "evaluate")
                     guard.check()
                     continue
                 # river's convention (evaluate.progressive_val_score): a model that cannot

@@ -5,6 +5,11 @@ from __future__ import annotations
 import signal
 import sys
 
+from ._errors import CommandError
+from ._model import final_step
+from ._source import Source
+from ._warmup import compile_first
+
 
 class _Stopped(Exception):
     def __init__(self, signum):
@@ -41,6 +46,49 @@ class _SignalGuard:
     def check(self):
         if self.pending is not None:
             raise _Stopped(self.pending)
+
+
+def start_run(model, args, target):
+    """``(learner, compile seconds, source)`` of a train or evaluate run: the learner is compiled
+    (:func:`~._warmup.compile_first`) before the source is opened and the clock starts."""
+    learner = final_step(model)
+    t_compile = compile_first(learner, args)
+    return learner, t_compile, Source.from_args(args, target)
+
+
+class Examples:
+    """The examples of a source for a learning loop, each handed out with ``guard.busy`` set.
+
+    Iterating reads the next example only while ``more()`` is true (a ``--limit`` never reads
+    one example too many from a socket or standard input).  A signal before an example is
+    handed out stops the run with it unprocessed (and uncounted); from then on the signal
+    waits until the loop clears ``guard.busy``.  ``exhausted`` says whether the source ended.
+    """
+
+    def __init__(self, src, guard, more):
+        self.src, self.guard, self.more = src, guard, more
+        self.exhausted = False
+        self._it = None  # the source's iterator lives as long as this object (the command's run)
+
+    def __iter__(self):
+        self._it = iter(self.src)
+        while self.more():
+            try:
+                x, y = next(self._it)
+            except StopIteration:
+                self.exhausted = True
+                return
+            self.guard.busy = True
+            yield x, y
+
+
+def rejected(args, src, exc, command):
+    """The learner rejected the example at ``src.position``: stop with ``--on-error raise``, else
+    go on (with a warning on standard error for ``--on-error warn``)."""
+    if args.on_error == "raise":
+        raise CommandError(f"{src.position}: the learner rejected the example: {exc}") from None
+    if args.on_error == "warn":
+        print(f"onlinemkl {command}: warning: {src.position}: skipped: {exc}", file=sys.stderr)
 
 
 def learn_checked(model, x, y):

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from ._errors import CommandError
 from ._learners import DEFAULT_LEARNER
-from ._loop import _progress, _SignalGuard, _Stopped, learn_checked
+from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, rejected, start_run
 from ._model import (TRAIN_KEY, _model_from_args, _print_weights, _target_default, build_model, describe,
-                     final_step, load_model, save_model)
-from ._source import Source, _report_skips, rereadable
-from ._warmup import compile_first, compile_note
+                     load_model, save_model)
+from ._source import _report_skips, rereadable
+from ._warmup import compile_note
 
 
 def _train_extra(src, consumed, complete):
@@ -86,28 +86,18 @@ def _train(args) -> int:
     else:
         model, meta = _model_from_args(args)
         target = _target_default(args, meta)
-    learner = final_step(model)
-    t_compile = compile_first(learner, args)  # before the source is read and the clock starts
-    src = Source.from_args(args, target)
+    learner, t_compile, src = start_run(model, args, target)
     n_done = 0  # examples of the source processed (learnt, rejected, or skipped as already learnt)
     n_learnt = 0
     n_rejected = 0
     since_ckpt = 0
-    exhausted = False
     bar = _progress(args)
     t0 = time.perf_counter()
     status = 0
     with _SignalGuard() as guard:
+        examples = Examples(src, guard, lambda: args.limit is None or n_learnt < args.limit)
         try:
-            it = iter(src)
-            while args.limit is None or n_learnt < args.limit:
-                try:
-                    x, y = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                # A signal before this line stops the run with this example unprocessed (and uncounted).
-                guard.busy = True
+            for x, y in examples:
                 if n_done < skip:
                     n_done += 1
                     guard.busy = False
@@ -116,12 +106,9 @@ def _train(args) -> int:
                 try:
                     learn_checked(model, x, y)
                 except (TypeError, ValueError) as exc:
-                    if args.on_error == "raise":
-                        raise CommandError(f"{src.position}: the learner rejected the example: {exc}") from None
+                    rejected(args, src, exc, "train")
                     n_done += 1
                     n_rejected += 1
-                    if args.on_error == "warn":
-                        print(f"onlinemkl train: warning: {src.position}: skipped: {exc}", file=sys.stderr)
                     guard.busy = False
                     guard.check()
                     continue
@@ -150,6 +137,7 @@ def _train(args) -> int:
                       file=sys.stderr)
     bar.close()
     elapsed = time.perf_counter() - t0
+    exhausted = examples.exhausted
     if finished and args.save:
         save_model(model, args.save, _train_extra(src, n_done, exhausted))
     if exhausted and n_done < skip:
