@@ -87,6 +87,21 @@ def _add_model(p, new_only=False):
                         "saved with the model)")
 
 
+def _command(sub, name, func, help, *paragraphs, example=None, learners=False):
+    """A sub-command: its one-line help, its description (paragraphs and an example) and the
+    function it runs; ``learners`` lists the learners and their parameters after the options."""
+    p = sub.add_parser(name, help=help, formatter_class=_Formatter,
+                       epilog=_learners_epilog() if learners else None,
+                       description=_desc(*paragraphs, example=example))
+    p.set_defaults(func=func)
+    return p
+
+
+def _add_no_progress(p):
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bar (default: shown when standard error is a terminal)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ..serve import DEFAULTS
 
@@ -99,34 +114,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks of errors (debugging)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    demo = sub.add_parser(
-        "demo", help="prequential OBSCURE on river's bundled ImageSegments stream", formatter_class=_Formatter,
-        description=_desc("Run a prequential (test-then-train) pass of OBSCURE over river's bundled "
-                          "ImageSegments stream (no download); print accuracy, examples/s, stored examples "
-                          "and kernel weights.", example="onlinemkl demo --budget 500"),
-    )
+    demo = _command(sub, "demo", _demo, "prequential OBSCURE on river's bundled ImageSegments stream",
+                    "Run a prequential (test-then-train) pass of OBSCURE over river's bundled ImageSegments "
+                    "stream (no download); print accuracy, examples/s, stored examples and kernel weights.",
+                    example="onlinemkl demo --budget 500")
     demo.add_argument("--budget", type=int, default=None,
                       help="maximum stored examples (default: None, unbounded)")
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    demo.set_defaults(func=_demo)
 
-    train = sub.add_parser(
-        "train", help="learn from a file, standard input or a socket and save the model",
-        formatter_class=_Formatter, epilog=_learners_epilog(),
-        description=_desc(
-            "Learn from SOURCE one example at a time and save the model: a river pipeline StandardScaler | "
-            "learner in onlinemkl's model format (see onlinemkl.persist). --model PATH continues training a "
-            "saved model on new data (incremental retraining).",
-            "Crash safety: with --checkpoint-every N the model and the number of examples consumed are "
-            "written atomically to --save every N examples; with --resume, re-running the same command loads "
-            "that checkpoint and skips the examples it has already learnt (a file is re-read; a socket or "
-            "standard input cannot be, so the run continues with the lines that come next). A crash loses at "
-            "most the examples since the last checkpoint. SIGINT/SIGTERM finish the current example, write a "
-            "checkpoint and exit with 128 + the signal number.",
-            example="onlinemkl train data.csv --target label -k rbf:gamma_scale=1 -k linear -p budget=2000 \\\n"
-                    "    --save model.omkl --checkpoint-every 10000 --resume\n"
-                    "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --save model.omkl"),
-    )
+    train = _command(
+        sub, "train", _train, "learn from a file, standard input or a socket and save the model",
+        "Learn from SOURCE one example at a time and save the model: a river pipeline StandardScaler | "
+        "learner in onlinemkl's model format (see onlinemkl.persist). --model PATH continues training a "
+        "saved model on new data (incremental retraining).",
+        "Crash safety: with --checkpoint-every N the model and the number of examples consumed are "
+        "written atomically to --save every N examples; with --resume, re-running the same command loads "
+        "that checkpoint and skips the examples it has already learnt (a file is re-read; a socket or "
+        "standard input cannot be, so the run continues with the lines that come next). A crash loses at "
+        "most the examples since the last checkpoint. SIGINT/SIGTERM finish the current example, write a "
+        "checkpoint and exit with 128 + the signal number.",
+        example="onlinemkl train data.csv --target label -k rbf:gamma_scale=1 -k linear -p budget=2000 \\\n"
+                "    --save model.omkl --checkpoint-every 10000 --resume\n"
+                "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --save model.omkl",
+        learners=True)
     _add_source(train)
     _add_model(train)
     train.add_argument("--save", metavar="PATH", default=None,
@@ -139,20 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
                             "off, start over and overwrite --save)")
     train.add_argument("--limit", metavar="N", type=int, default=None,
                        help="stop after learning N examples (default: the whole source)")
-    train.add_argument("--no-progress", action="store_true",
-                       help="hide the progress bar (default: shown when standard error is a terminal)")
-    train.set_defaults(func=_train)
+    _add_no_progress(train)
 
-    ev = sub.add_parser(
-        "evaluate", help="prequential (test-then-train) evaluation with river metrics",
-        formatter_class=_Formatter, epilog=_learners_epilog(),
-        description=_desc(
-            "Predict each example of SOURCE, score the prediction, then learn the example (prequential "
-            "evaluation), with a progress bar (examples/s), a final table of the metrics and, with --plot, an "
-            "image of the learning curve and of the kernel weights over time.",
-            example="onlinemkl evaluate data.csv --target label -p budget=1000 -m accuracy -m cohen_kappa "
-                    "--plot curve.png"),
-    )
+    ev = _command(
+        sub, "evaluate", _evaluate, "prequential (test-then-train) evaluation with river metrics",
+        "Predict each example of SOURCE, score the prediction, then learn the example (prequential "
+        "evaluation), with a progress bar (examples/s), a final table of the metrics and, with --plot, an "
+        "image of the learning curve and of the kernel weights over time.",
+        example="onlinemkl evaluate data.csv --target label -p budget=1000 -m accuracy -m cohen_kappa "
+                "--plot curve.png",
+        learners=True)
     _add_source(ev)
     _add_model(ev)
     ev.add_argument("--metric", "-m", choices=sorted(METRICS), action="append", default=None,
@@ -168,40 +174,33 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop after N examples (default: the whole source)")
     ev.add_argument("--save", metavar="PATH", default=None,
                     help="save the model learnt during the evaluation (default: not saved)")
-    ev.add_argument("--no-progress", action="store_true",
-                    help="hide the progress bar (default: shown when standard error is a terminal)")
-    ev.set_defaults(func=_evaluate)
+    _add_no_progress(ev)
 
-    pr = sub.add_parser(
-        "predict", help="predictions of a saved model over a source", formatter_class=_Formatter,
-        description=_desc(
-            "Predict every example of SOURCE with a saved model, which does not learn: one line per example, "
-            "in order, with the predicted label, or with --proba a JSON object {\"prediction\": ..., "
-            "\"classes\": [...], \"proba\": [...]}. The label column of SOURCE, if any, is ignored.",
-            example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
-                    "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba"),
-    )
+    pr = _command(
+        sub, "predict", _predict, "predictions of a saved model over a source",
+        "Predict every example of SOURCE with a saved model, which does not learn: one line per example, "
+        "in order, with the predicted label, or with --proba a JSON object {\"prediction\": ..., "
+        "\"classes\": [...], \"proba\": [...]}. The label column of SOURCE, if any, is ignored.",
+        example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
+                "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba")
     pr.add_argument("model_file", metavar="MODEL", help="a model file written by train, evaluate, serve or save()")
     _add_source(pr, predict=True)
     pr.add_argument("--output", "-o", metavar="PATH", default=None, help="write here (default: standard output)")
     pr.add_argument("--proba", action="store_true", help="JSON lines with the class probabilities")
-    pr.set_defaults(func=_predict)
 
-    sv = sub.add_parser(
-        "serve", help="a TCP server: JSON lines in, predictions out (and learning from labelled lines)",
-        formatter_class=_Formatter, epilog=_learners_epilog(),
-        description=_desc(
-            "Serve a saved (--model) or new model over TCP. Each request is a line with a JSON object: "
-            "{\"x\": {...}} to predict, {\"x\": {...}, \"y\": label} to predict then learn, \"proba\": true "
-            "to add the class probabilities, \"id\" to have it echoed. Each reply is one JSON line: "
-            "{\"prediction\": ...} or {\"error\": ..., \"line\": N}; a bad line leaves the model unchanged "
-            "and the connection open. With a token, the first line of a connection must be "
-            "{\"token\": \"...\"}.",
-            "The first line on standard output is {\"listening\": \"HOST:PORT\", ...}. SIGTERM/SIGINT stop "
-            "accepting connections, let each connection finish the line in progress, write --save and exit 0.",
-            example="onlinemkl serve --model model.omkl --port 8765 --save model.omkl --token-file token.txt\n"
-                    "printf '{\"token\": \"...\"}\\n{\"x\": {\"f1\": 0.3}}\\n' | nc 127.0.0.1 8765"),
-    )
+    sv = _command(
+        sub, "serve", _serve, "a TCP server: JSON lines in, predictions out (and learning from labelled lines)",
+        "Serve a saved (--model) or new model over TCP. Each request is a line with a JSON object: "
+        "{\"x\": {...}} to predict, {\"x\": {...}, \"y\": label} to predict then learn, \"proba\": true "
+        "to add the class probabilities, \"id\" to have it echoed. Each reply is one JSON line: "
+        "{\"prediction\": ...} or {\"error\": ..., \"line\": N}; a bad line leaves the model unchanged "
+        "and the connection open. With a token, the first line of a connection must be "
+        "{\"token\": \"...\"}.",
+        "The first line on standard output is {\"listening\": \"HOST:PORT\", ...}. SIGTERM/SIGINT stop "
+        "accepting connections, let each connection finish the line in progress, write --save and exit 0.",
+        example="onlinemkl serve --model model.omkl --port 8765 --save model.omkl --token-file token.txt\n"
+                "printf '{\"token\": \"...\"}\\n{\"x\": {\"f1\": 0.3}}\\n' | nc 127.0.0.1 8765",
+        learners=True)
     _add_model(sv)
     sv.add_argument("--host", default=DEFAULTS["host"],
                     help=f"the address to listen on (default: {DEFAULTS['host']}, local connections only; "
@@ -224,34 +223,25 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: not saved)")
     sv.add_argument("--checkpoint-every", metavar="N", type=int, default=None,
                     help="also write --save every N learnt examples (default: only at shutdown)")
-    sv.set_defaults(func=_serve)
 
-    info = sub.add_parser(
-        "info", help="what a saved model is", formatter_class=_Formatter,
-        description=_desc("Describe a model file: the learner and its parameters, classes, features, stored "
-                          "examples, kernel weights, and how it was trained.",
-                          example="onlinemkl info model.omkl\nonlinemkl info model.omkl --json"),
-    )
+    info = _command(sub, "info", _info, "what a saved model is",
+                    "Describe a model file: the learner and its parameters, classes, features, stored "
+                    "examples, kernel weights, and how it was trained.",
+                    example="onlinemkl info model.omkl\nonlinemkl info model.omkl --json")
     info.add_argument("model_file", metavar="MODEL", help="a model file")
     info.add_argument("--json", action="store_true", help="print a JSON object instead of text")
-    info.set_defaults(func=_info)
 
-    wu = sub.add_parser(
-        "warmup", help="compile the learners ahead of time (for container images and first installs)",
-        formatter_class=_Formatter,
-        description=_desc(
-            "Compile the learners' Numba code and write it to the on-disk cache, then print the seconds per "
-            "learner. A new environment otherwise compiles a learner when it meets its first example; run "
-            "this once (e.g. when building a container image) and later processes load the compiled code "
-            "at once. With a warm cache it only loads it.",
-            "The cache is NUMBA_CACHE_DIR if set, else a per-user cache directory, printed at the end. The "
-            "names are the --learner names of the other commands, 'sequence', and '*-sklearn' for the "
-            "array (scikit-learn) API.",
-            example="onlinemkl warmup\nonlinemkl warmup --learner obscure --learner proximal"),
-    )
+    wu = _command(
+        sub, "warmup", _warmup, "compile the learners ahead of time (for container images and first installs)",
+        "Compile the learners' Numba code and write it to the on-disk cache, then print the seconds per "
+        "learner. A new environment otherwise compiles a learner when it meets its first example; run "
+        "this once (e.g. when building a container image) and later processes load the compiled code "
+        "at once. With a warm cache it only loads it.",
+        "The cache is NUMBA_CACHE_DIR if set, else a per-user cache directory, printed at the end. The "
+        "names are the --learner names of the other commands, 'sequence', and '*-sklearn' for the "
+        "array (scikit-learn) API.",
+        example="onlinemkl warmup\nonlinemkl warmup --learner obscure --learner proximal")
     wu.add_argument("--learner", choices=list(WARMUPS), action="append", default=None,
                     help="a learner to compile (repeatable; default: all of them)")
-    wu.add_argument("--no-progress", action="store_true",
-                    help="hide the progress bar (default: shown when standard error is a terminal)")
-    wu.set_defaults(func=_warmup)
+    _add_no_progress(wu)
     return parser
