@@ -7,6 +7,7 @@ Reports are written as JSON (machine readable) and as a Markdown table (human re
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -55,6 +56,80 @@ def best_time(fn, repeat: int = 7, number: int = 1) -> float:
             fn()
         best = min(best, (time.perf_counter() - t0) / number)
     return best
+
+
+def fill_rows(eng, n: int, d: int, rng):
+    """Fill an engine's first ``n`` stored rows with standard normal values in ``d`` features, and
+    their kernel caches (squared norms, diagonals) as learning would; returns the buffer."""
+    from onlinemkl._core import kernels as ck
+
+    b = eng.buf
+    b.S[:n, :d] = rng.normal(size=(n, d))
+    spec = eng.ck.spec()
+    for i in range(n):
+        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], b.sdiag[i])
+    return b
+
+
+def obscure_engine(kernels, n_classes: int, n: int, d: int, budget, rng):
+    """An OBSCURE engine (``lam=1e-3``, oldest-first eviction, stage 1) over ``n_classes`` classes
+    whose first ``n`` stored rows are filled by :func:`fill_rows`; the caller sets their labels,
+    coefficients and the engine's counters."""
+    from onlinemkl.engines.obscure import ObscureEngine, default_p
+
+    eng = ObscureEngine(kernels, default_p(len(kernels)), None, 1e-3, budget, "oldest", False, False)
+    eng.set_features(d)
+    eng.set_n_classes(n_classes)
+    eng.buf.ensure_rows(n + 1)
+    fill_rows(eng, n, d, rng)
+    return eng
+
+
+def prepared_query(eng, x):
+    """``(spec, query)``: the engine's kernel spec and ``x`` as a query with its kernel caches
+    (squared norms, diagonals), as the compiled kernel-row passes take them."""
+    from onlinemkl._core import kernels as ck
+    from onlinemkl._core.state import Query
+
+    spec = eng.ck.spec()
+    q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
+    ck.prepare_query(x, spec, q.xsq, q.xdiag)
+    return spec, q
+
+
+def calls_for(seconds_per_call: float, target: float = 0.05) -> int:
+    """How many calls of ``seconds_per_call`` make one timed trial of about ``target`` seconds (1..200)."""
+    return int(max(1, min(200, target / max(seconds_per_call, 1e-7))))
+
+
+def time_per_call(fn, repeat: int) -> float:
+    """Best time per call of ``fn`` over ``repeat`` trials of about 50 ms each (one untimed-length
+    trial first sizes them)."""
+    t1 = best_time(fn, repeat=1)
+    return best_time(fn, repeat=repeat, number=calls_for(t1))
+
+
+def crossover(rows: list[dict], key: str) -> dict:
+    """Per ``d``: the smallest measured ``n`` from which ``row[key] > 1`` (the parallel path wins)
+    at every larger ``n``; None if it loses at the largest."""
+    out = {}
+    for d in sorted({r["d"] for r in rows}):
+        rs = sorted((r for r in rows if r["d"] == d), key=lambda r: r["n"])
+        best = None
+        for k in range(len(rs) - 1, -1, -1):
+            if rs[k][key] > 1.0:
+                best = rs[k]["n"]
+            else:
+                break
+        out[d] = best
+    return out
+
+
+def quick_args(argv, doc: str, quick_help: str | None = None) -> argparse.Namespace:
+    """The command line of a benchmark: its description (the first line of ``doc``) and ``--quick``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    return ap.parse_args(argv)
 
 
 def single_thread_blas():

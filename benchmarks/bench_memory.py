@@ -17,7 +17,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 import time
@@ -27,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import single_thread_blas, write_report  # noqa: E402
+from _common import quick_args, single_thread_blas, write_report  # noqa: E402
 
 BUDGET = 500
 D = 8
@@ -81,9 +80,7 @@ def main(argv=None):
 
     from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="10^5 examples instead of 10^6")
-    args = ap.parse_args(argv)
+    args = quick_args(argv, __doc__, "10^5 examples instead of 10^6")
     n = 100_000 if args.quick else 1_000_000
     checkpoints = sorted({1_000, 10_000} | set(range(n // 10, n + 1, n // 10)))
     proc = psutil.Process()

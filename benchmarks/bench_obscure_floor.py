@@ -27,7 +27,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time, memory_floor, write_report  # noqa: E402
+from _common import crossover, obscure_engine, prepared_query, memory_floor, quick_args, time_per_call, write_report  # noqa: E402
 
 from onlinemkl import OBSCUREClassifier, _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
@@ -52,16 +51,9 @@ N_CLASSES = 3
 
 def build_engine(n, d, budget=None, seed=0):
     """An engine whose buffer already holds ``n`` random stored examples (filled directly)."""
-    eng = ObscureEngine(KERNELS, default_p(len(KERNELS)), None, 1e-3, budget, "oldest", False, False)
-    eng.set_features(d)
-    eng.set_n_classes(N_CLASSES)
-    eng.buf.ensure_rows(n + 1)
-    b = eng.buf
     rng = np.random.default_rng(seed)
-    b.S[:n, :d] = rng.normal(size=(n, d))
-    spec = eng.ck.spec()
-    for i in range(n):
-        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], b.sdiag[i])
+    eng = obscure_engine(KERNELS, N_CLASSES, n, d, budget, rng)
+    b = eng.buf
     b.ypos[:n] = rng.integers(0, N_CLASSES, n)
     b.yneg[:n] = (b.ypos[:n] + 1 + rng.integers(0, N_CLASSES - 1, n)) % N_CLASSES
     b.coef[:n, 0] = 1e-2 * rng.normal(size=n)
@@ -70,15 +62,6 @@ def build_engine(n, d, budget=None, seed=0):
     eng.istate[co.I_CLOCK] = n
     eng.theta_sq[:] = 1.0 + rng.random(len(KERNELS))
     return eng
-
-
-def _reps(seconds_per_call, target=0.05):
-    return int(max(1, min(200, target / max(seconds_per_call, 1e-7))))
-
-
-def time_per_call(fn, repeat):
-    t1 = best_time(fn, repeat=1)
-    return best_time(fn, repeat=repeat, number=_reps(t1))
 
 
 def learn_timer(eng, x, n, reset):
@@ -176,9 +159,7 @@ def crossover_table(ns, ds, repeat):
             eng = build_engine(n, d)
             b = eng.buf
             x = np.random.default_rng(2).normal(size=d)
-            spec = eng.ck.spec()
-            q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
-            ck.prepare_query(x, spec, q.xsq, q.xdiag)
+            spec, q = prepared_query(eng, x)
             out = np.empty((eng.ck.n_kernels, n))
             args = (q, Rows(b.S, b.ssq, b.sdiag), n, spec, out)
             t_ser = per_call_samples(lambda: ck.kernel_row(*args), k)
@@ -202,20 +183,6 @@ def crossover_table(ns, ds, repeat):
                          "learn_speedup_min": mn(t_lser) / mn(t_lpar), "learn_speedup_med": md(t_lser) / md(t_lpar)})
             print(rows[-1], flush=True)
     return rows
-
-
-def crossover_estimate(rows, key):
-    """Smallest measured n (per d) from which the parallel path is faster at every larger n."""
-    out = {}
-    for d in sorted({r["d"] for r in rows}):
-        rs = sorted((r for r in rows if r["d"] == d), key=lambda r: r["n"])
-        n_star = None
-        for i, r in enumerate(rs):
-            if all(s[key] > 1.0 for s in rs[i:]):
-                n_star = r["n"]
-                break
-        out[d] = n_star
-    return out
 
 
 def river_table(n_examples, d, budget, repeat):
@@ -283,9 +250,7 @@ def river_table(n_examples, d, budget, repeat):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats (a smoke run)")
-    args = ap.parse_args(argv)
+    args = quick_args(argv, __doc__, "small sizes, few repeats (a smoke run)")
     if args.quick:
         ns, ds, repeat = [1_000, 10_000], [16], 3
         cross_ns = [1_000, 10_000, 30_000]
@@ -306,9 +271,9 @@ def main(argv=None):
         cross_rows = crossover_table(cross_ns, ds, repeat)
         river_rows = river_table(*river, repeat=3)
     suffix = "_quick" if args.quick else ""
-    row_cross = crossover_estimate(cross_rows, "row_speedup_med")
-    learn_cross = crossover_estimate(cross_rows, "learn_speedup_med")
-    learn_cross_min = crossover_estimate(cross_rows, "learn_speedup_min")
+    row_cross = crossover(cross_rows, "row_speedup_med")
+    learn_cross = crossover(cross_rows, "learn_speedup_med")
+    learn_cross_min = crossover(cross_rows, "learn_speedup_min")
     write_report(
         "obscure_floor" + suffix, floor_rows,
         title="OBSCURE per-example time / memory floor (5 kernels on one group, every call updates)",

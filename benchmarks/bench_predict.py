@@ -25,7 +25,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -35,14 +34,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time, markdown_table, single_thread_blas, write_report  # noqa: E402
+from _common import best_time, crossover, obscure_engine, prepared_query, markdown_table, quick_args, single_thread_blas, write_report  # noqa: E402
 
 from onlinemkl import _config  # noqa: E402
 from onlinemkl._core import kernels as ck  # noqa: E402
 from onlinemkl._core import scores as cs  # noqa: E402
-from onlinemkl._core.state import Query, Rows  # noqa: E402
+from onlinemkl._core.state import Rows  # noqa: E402
 from onlinemkl.kernels import default_kernels  # noqa: E402
-from onlinemkl.engines.obscure import ObscureEngine, default_p  # noqa: E402
 
 N_CLASSES = 3
 
@@ -50,16 +48,9 @@ N_CLASSES = 3
 def filled_engine(n, d, seed=0):
     """An engine whose buffer holds ``n`` random stored examples (filled directly)."""
     ks = default_kernels()
-    eng = ObscureEngine(ks, default_p(len(ks)), None, 1e-3, None, "oldest", False, False)
-    eng.set_features(d)
-    eng.set_n_classes(N_CLASSES)
-    eng.buf.ensure_rows(n + 1)
-    b = eng.buf
     rng = np.random.default_rng(seed)
-    b.S[:n, :d] = rng.normal(size=(n, d))
-    spec = eng.ck.spec()
-    for i in range(n):
-        ck.prepare_query(np.ascontiguousarray(b.S[i, :d]), spec, b.ssq[i], b.sdiag[i])
+    eng = obscure_engine(ks, N_CLASSES, n, d, None, rng)
+    b = eng.buf
     b.coef[:n, 0] = rng.normal(size=n) * 0.01
     b.ypos[:n] = rng.integers(0, N_CLASSES, size=n)
     b.yneg[:n] = (b.ypos[:n] + 1 + rng.integers(0, N_CLASSES - 1, size=n)) % N_CLASSES
@@ -118,10 +109,8 @@ def parallel_rows(ns, dims, repeat):
         for n in ns:
             eng = filled_engine(n, d)
             b = eng.buf
-            spec = eng.ck.spec()
             x = np.random.default_rng(2).normal(size=d)
-            q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
-            ck.prepare_query(x, spec, q.xsq, q.xdiag)
+            spec, q = prepared_query(eng, x)
             F = eng.ck.n_kernels
             out = np.empty((F, n))
             g = np.zeros((F, N_CLASSES))
@@ -158,25 +147,8 @@ def parallel_rows(ns, dims, repeat):
     return rows
 
 
-def crossover(rows, key):
-    """Smallest n from which ``key`` > 1 at every larger n, per d (None: never)."""
-    out = {}
-    for d in sorted({r["d"] for r in rows}):
-        rs = sorted((r for r in rows if r["d"] == d), key=lambda r: r["n"])
-        best = None
-        for k in range(len(rs) - 1, -1, -1):
-            if rs[k][key] > 1.0:
-                best = rs[k]["n"]
-            else:
-                break
-        out[d] = best
-    return out
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
+    args = quick_args(argv, __doc__)
     n_batch = 10_000
     Q = 500 if args.quick else 2000
     ns = [3_000, 10_000, 30_000, 100_000] if args.quick else [3_000, 10_000, 30_000, 100_000, 300_000]

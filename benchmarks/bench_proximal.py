@@ -28,7 +28,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
@@ -38,10 +37,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time, memory_floor, write_report  # noqa: E402
+from _common import calls_for, fill_rows, memory_floor, quick_args, time_per_call, write_report  # noqa: E402
 
 from onlinemkl._core import fobos as cf  # noqa: E402
-from onlinemkl._core import kernels as ck  # noqa: E402
 from onlinemkl.kernels import default_kernels  # noqa: E402
 from onlinemkl.proximal import ProximalMKLClassifier  # noqa: E402
 
@@ -54,12 +52,8 @@ def build_engine(n, d, budget=None, seed=0):
     eng = est._new_engine(np.arange(N_OUT))
     eng.set_features(d)
     eng._ensure_rows(n + 1)
-    b = eng.buf
     rng = np.random.default_rng(seed)
-    b.S[:n, :d] = rng.normal(size=(n, d))
-    spec = eng.ck.spec()
-    for i in range(n):
-        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], b.sdiag[i])
+    b = fill_rows(eng, n, d, rng)
     F = eng.n_kernels
     b.coef[:n] = 1e-4 * rng.random((n, F))
     eng.beta[:n, :N_OUT] = rng.normal(size=(n, N_OUT))
@@ -68,15 +62,6 @@ def build_engine(n, d, budget=None, seed=0):
     eng.istate[cf.I_T] = n
     eng.theta_sq[:F] = eng.recompute_theta_sq()[:F] if n <= 2000 else 1.0
     return eng
-
-
-def _reps(seconds_per_call, target=0.05):
-    return int(max(1, min(200, target / max(seconds_per_call, 1e-7))))
-
-
-def time_per_call(fn, repeat):
-    t1 = best_time(fn, repeat=1)
-    return best_time(fn, repeat=repeat, number=_reps(t1))
 
 
 def time_evicting_learn(ev, x, n, repeat):
@@ -94,7 +79,7 @@ def time_evicting_learn(ev, x, n, repeat):
             count += 1
             assert out[2] and ev.n_support == n
         if reps is None:
-            reps = _reps(total / count)
+            reps = calls_for(total / count)
             continue
         best = min(best, total / count)
     return best
@@ -161,9 +146,7 @@ def stream_table(cap, budgets):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="n up to 1e4, streams capped at 2,000 examples")
-    args = ap.parse_args(argv)
+    args = quick_args(argv, __doc__, "n up to 1e4, streams capped at 2,000 examples")
     sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
     repeat = 3 if args.quick else 5
     suffix = "_quick" if args.quick else ""
