@@ -123,6 +123,17 @@ def _draw(p, total, u, order):
 
 
 @njit
+def _pick(pi, tot, u, order):
+    """One step's base kernel: drawn from the weights ``pi`` (sum ``tot``) with uniform ``u``; any
+    index (by ``u``, in ``order``) when every weight is zero (the current product is orthogonal
+    to everything left)."""
+    if not tot > 0.0:
+        r = pi.shape[0]
+        return order[min(int(u * r), r - 1)]
+    return _draw(pi, tot, u, order)
+
+
+@njit
 def sample_multi_index(P, alpha, wdeg, Kb, Fb, mode, u, order, z):
     """Algorithm 3: draw a multi-index with probability ``|g_i| / C`` (``g`` up to the factor lam/2).
 
@@ -186,10 +197,7 @@ def _sample_factor(P, alpha, Fb, d, u, order, z):
                 s = 0.0
             pi[j] = s
             tot += s
-        if not tot > 0.0:
-            j = order[min(int(u[i] * r), r - 1)]  # degenerate (v orthogonal to everything left): any index
-        else:
-            j = _draw(pi, tot, u[i], order)
+        j = _pick(pi, tot, u[i], order)
         z[i - 1] = j
         for a in range(n):
             v[a] *= Fb[a, j]
@@ -216,41 +224,11 @@ def _sample_dense(P, alpha, Kb, d, u, order, z, r):
             if not pi[j] > 0.0:  # Schur products of PSD matrices: >= 0 up to round-off
                 pi[j] = 0.0
             tot += pi[j]
-        if not tot > 0.0:
-            j = order[min(int(u[i] * r), r - 1)]  # degenerate (alpha orthogonal to everything left): any index
-        else:
-            j = _draw(pi, tot, u[i], order)
+        j = _pick(pi, tot, u[i], order)
         z[i - 1] = j
         for a in range(n):
             for b in range(n):
                 M[a, b] *= Kb[j, a, b]
-
-
-@njit
-def product_kernel(z, Kb, Fb, mode, n, out):
-    """``out = K_{z_1} o ... o K_{z_d}`` (all ones for the empty multi-index)."""
-    for a in range(n):
-        for b in range(n):
-            out[a, b] = 1.0
-    if mode == MODE_FACTOR:
-        g = np.ones(n)
-        for i in range(z.shape[0]):
-            j = z[i]
-            if j < 0:
-                break
-            for a in range(n):
-                g[a] *= Fb[a, j]
-        for a in range(n):
-            for b in range(n):
-                out[a, b] = g[a] * g[b]
-    else:
-        for i in range(z.shape[0]):
-            j = z[i]
-            if j < 0:
-                break
-            for a in range(n):
-                for b in range(n):
-                    out[a, b] *= Kb[j, a, b]
 
 
 @njit
@@ -265,6 +243,27 @@ def product_features(z, Fb):
         for a in range(n):
             g[a] *= Fb[a, j]
     return g
+
+
+@njit
+def product_kernel(z, Kb, Fb, mode, n, out):
+    """``out = K_{z_1} o ... o K_{z_d}`` (all ones for the empty multi-index)."""
+    for a in range(n):
+        for b in range(n):
+            out[a, b] = 1.0
+    if mode == MODE_FACTOR:
+        g = product_features(z, Fb)
+        for a in range(n):
+            for b in range(n):
+                out[a, b] = g[a] * g[b]
+    else:
+        for i in range(z.shape[0]):
+            j = z[i]
+            if j < 0:
+                break
+            for a in range(n):
+                for b in range(n):
+                    out[a, b] *= Kb[j, a, b]
 
 
 @njit
