@@ -119,15 +119,14 @@ def chain_scores(Traw, S0raw, S1raw, sT, Y, T, S0, S1):
 
 
 @njit
-def sequence_predict(xs, buf, n, spec, sigma, chain, Y, out_path):
-    """Viterbi labelling of one sequence under a model; returns its score, the path in ``out_path``.
+def model_scores(xs, buf, n, spec, sigma, Traw, S0raw, S1raw, Y):
+    """Every score Viterbi needs for a sequence ``xs`` under a model, freshly allocated.
 
-    The model: the first ``n`` rows of ``buf`` (:class:`ProxRows`), the scales ``sigma[F + 1]``
-    and the raw transition group ``chain`` (:class:`ChainScores`, scaled by ``sigma[F]``), over
-    ``Y`` labels.  The averaged model is the averaged coefficients and transition sums with unit
-    scales.  The records may come as plain tuples of their fields (see :func:`sequence_learn`).
+    Returns ``(gpos, xsqs, xdiags, U, T, S0, S1)``: the raw per-group scores, the query caches
+    and the unary scores of :func:`unary_scores` (model: the first ``n`` rows of ``buf`` and the
+    scales ``sigma``), and the transition, start and stop scores of :func:`chain_scores` (the raw
+    transition group ``Traw``, ``S0raw``, ``S1raw`` scaled by ``sigma[F]``), over ``Y`` labels.
     """
-    buf, spec, chain = ProxRows(*buf), KernelSpec(*spec), ChainScores(*chain)
     L = xs.shape[0]
     F = spec.codes.shape[0]
     G = spec.gptr.shape[0] - 1
@@ -139,7 +138,21 @@ def sequence_predict(xs, buf, n, spec, sigma, chain, Y, out_path):
     T = np.empty((Y, Y))
     S0 = np.empty(Y)
     S1 = np.empty(Y)
-    chain_scores(chain.T, chain.S0, chain.S1, sigma[F], Y, T, S0, S1)
+    chain_scores(Traw, S0raw, S1raw, sigma[F], Y, T, S0, S1)
+    return gpos, xsqs, xdiags, U, T, S0, S1
+
+
+@njit
+def sequence_predict(xs, buf, n, spec, sigma, chain, Y, out_path):
+    """Viterbi labelling of one sequence under a model; returns its score, the path in ``out_path``.
+
+    The model: the first ``n`` rows of ``buf`` (:class:`ProxRows`), the scales ``sigma[F + 1]``
+    and the raw transition group ``chain`` (:class:`ChainScores`, scaled by ``sigma[F]``), over
+    ``Y`` labels.  The averaged model is the averaged coefficients and transition sums with unit
+    scales.  The records may come as plain tuples of their fields (see :func:`sequence_learn`).
+    """
+    buf, spec, chain = ProxRows(*buf), KernelSpec(*spec), ChainScores(*chain)
+    _, _, _, U, T, S0, S1 = model_scores(xs, buf, n, spec, sigma, chain.T, chain.S0, chain.S1, Y)
     return viterbi(U, T, S0, S1, out_path)
 
 
@@ -188,15 +201,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
     istate[I_T] = t
     eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
 
-    gpos = np.empty((L, F, Y))
-    xsqs = np.empty((L, G))
-    xdiags = np.empty((L, F))
-    U = np.empty((L, Y))
-    unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U)
-    T = np.empty((Y, Y))
-    S0 = np.empty(Y)
-    S1 = np.empty(Y)
-    chain_scores(Traw, S0raw, S1raw, sigma[F], Y, T, S0, S1)
+    gpos, xsqs, xdiags, U, T, S0, S1 = model_scores(xs, buf, n, spec, sigma, Traw, S0raw, S1raw, Y)
 
     path = np.empty(L, dtype=np.int64)
     viterbi(U, T, S0, S1, path)
