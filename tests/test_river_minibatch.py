@@ -1,6 +1,5 @@
 """river's own estimator checks on the mini-batch adapters, one test per check, plus buffering and persistence."""
 
-import copy
 import os
 import pickle
 import tempfile
@@ -8,27 +7,15 @@ import tempfile
 import numpy as np
 import pandas as pd
 import pytest
-from river import checks
 
+from _river_checks import river_check_test
 from onlinemkl import load
 from onlinemkl.kernels import RBF, BSpline, Linear
 from onlinemkl.river import NonlinearKRRRegressor, PolyMKLRegressor
 
 CLASSES = [PolyMKLRegressor, NonlinearKRRRegressor]
 
-
-def _cases():
-    for cls in CLASSES:
-        for params in cls._unit_test_params():
-            model = cls(**params)
-            for check in checks.yield_checks(model):
-                name = getattr(check, "__name__", repr(check))
-                yield pytest.param(model, check, id=f"{cls.__name__}-{params}-{name}")
-
-
-@pytest.mark.parametrize("model, check", list(_cases()))
-def test_river_check(model, check):
-    check(copy.deepcopy(model))
+test_river_check = river_check_test(*CLASSES)
 
 
 def _stream(n, seed=0):
