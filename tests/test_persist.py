@@ -56,6 +56,16 @@ def assert_same_state(m1, m2):
             np.testing.assert_array_equal(a1[k], a2[k], err_msg=k, strict=True)
 
 
+def assert_learn_alike(model, loaded, data):
+    """``loaded`` predicts the probabilities of ``model`` bit for bit while both learn ``data``,
+    and ends in the same state."""
+    for x, y in data:
+        assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
+        model.learn_one(x, y)
+        loaded.learn_one(x, y)
+    assert_same_state(model, loaded)
+
+
 RIVER_CONFIGS = [
     dict(budget=60, switch_after=150),
     dict(budget=40, eviction="least_impact", switch_after=100, p=1.2),
@@ -132,11 +142,7 @@ def test_river_binary_hinge_round_trip(tmp_path):
     for x, y in data[:100]:
         model.learn_one(x, y)
     loaded = load(model.save(tmp_path / "b.omkl"))
-    for x, y in data[100:]:
-        assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
-        model.learn_one(x, y)
-        loaded.learn_one(x, y)
-    assert_same_state(model, loaded)
+    assert_learn_alike(model, loaded, data[100:])
 
 
 def test_untrained_river_model_round_trip(tmp_path):
@@ -158,11 +164,7 @@ def test_pipeline_with_scaler_round_trip(tmp_path):
     loaded = load(save(pipe, tmp_path / "p.omkl"))
     assert list(loaded.steps) == list(pipe.steps)
     assert_same_state(pipe, loaded)
-    for x, y in data[200:]:
-        assert loaded.predict_proba_one(x) == pipe.predict_proba_one(x)
-        pipe.learn_one(x, y)
-        loaded.learn_one(x, y)
-    assert_same_state(pipe, loaded)
+    assert_learn_alike(pipe, loaded, data[200:])
 
 
 def test_named_pipeline_steps_and_scaler_without_std(tmp_path):

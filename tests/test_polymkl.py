@@ -37,6 +37,16 @@ def _args(Ks=None, F=None):
     return np.ascontiguousarray(Ks), _empty2(), cp.MODE_DENSE
 
 
+def _base_kernels(mode, rng, r, n):
+    """``(Ks, Kb, Fb, code)``: ``r`` random base kernels on ``n`` points as dense matrices ``Ks`` and
+    in the compiled code's form: rank-one features (``mode="factor"``) or the dense matrices."""
+    if mode == "factor":
+        F = rng.normal(size=(n, r))
+        return (nv.factor_kernels(F), *_args(F=F))
+    Ks = _psd_kernels(rng, r, n)
+    return (Ks, *_args(Ks=Ks))
+
+
 # -- compiled pieces vs numpy -----------------------------------------------------------------------
 
 
@@ -44,13 +54,7 @@ def _args(Ks=None, F=None):
 def test_powers_masses_products_match_numpy(mode):
     rng = np.random.default_rng(0)
     n, r, D = 6, 3, 3
-    if mode == "factor":
-        F = rng.normal(size=(n, r))
-        Ks = nv.factor_kernels(F)
-        Kb, Fb, code = _args(F=F)
-    else:
-        Ks = _psd_kernels(rng, r, n)
-        Kb, Fb, code = _args(Ks=Ks)
+    Ks, Kb, Fb, code = _base_kernels(mode, rng, r, n)
     S = cp.base_sum(Kb, Fb, code, n)
     np.testing.assert_allclose(S, Ks.sum(axis=0), rtol=1e-12, atol=1e-12)
     P = cp.hadamard_powers(S, D)
@@ -142,13 +146,7 @@ def _sample_counts(P, alpha, wdeg, Kb, Fb, code, D, n_samples, seed):
 def test_algorithm3_frequencies_match_enumerated_probabilities(mode, r, D):
     rng = np.random.default_rng(2)
     n = 5
-    if mode == "factor":
-        F = rng.normal(size=(n, r))
-        Ks = nv.factor_kernels(F)
-        Kb, Fb, code = _args(F=F)
-    else:
-        Ks = _psd_kernels(rng, r, n)
-        Kb, Fb, code = _args(Ks=Ks)
+    Ks, Kb, Fb, code = _base_kernels(mode, rng, r, n)
     alpha = rng.normal(size=n)
     rho = np.linspace(0.7, 1.3, D + 1)
     P = cp.hadamard_powers(cp.base_sum(Kb, Fb, code, n), D)
