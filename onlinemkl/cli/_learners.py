@@ -56,6 +56,8 @@ LEARNERS = {
             "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
             "eviction": ("oldest", "'oldest' or 'least_impact': what a full buffer drops"),
             "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
+            "replay": ("5", "after a margin error, this many extra steps on past examples (0: off)"),
+            "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
         },
     ),
 }

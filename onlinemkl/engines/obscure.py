@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _config
 from .._buffer import EVICTION, SupportBuffer
+from ._replay import ReplayMemory
 from .._lazy import lazy_module
 from .._core.state import LabelledRows, Query, Rows
 from .._validation import check_choice, check_number
@@ -82,7 +83,8 @@ class ObscureEngine(BufferEngine):
     ``scores_many(rows)``; ``get_state``/``set_state``.
     """
 
-    def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0):
+    def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0, replay=0,
+                 replay_window=1000, seed=0):
         self._remember_init(locals())
         self.ck = CompiledKernels(kernels)
         F = self.ck.n_kernels
@@ -111,6 +113,7 @@ class ObscureEngine(BufferEngine):
         self.scores = np.zeros(2)
         self.krow = np.zeros((F, 0))
         self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
+        self.replay = ReplayMemory(replay, replay_window, seed)  # used by stream_step
 
     # -- shape management (Python side, rare) -------------------------------------------
 
@@ -274,7 +277,10 @@ class ObscureEngine(BufferEngine):
     def switch_to_stage2(self, R: float | None = None) -> None:
         """Start stage 2 with radius ``R`` (default: from the stage-1 solution and its mean online loss)."""
         if self.hyper[_co.H_LAM] == 0.0:
-            self.hyper[_co.H_LAM] = 1.0 / (self.C * max(int(self.istate[_co.I_CLOCK]), 1))
+            # N: the examples of the stream so far (replayed steps are not new examples), or the
+            # steps taken when nothing went through stream_step
+            N = self.replay.seen or int(self.istate[_co.I_CLOCK])
+            self.hyper[_co.H_LAM] = 1.0 / (self.C * max(N, 1))
         if R is None:
             R = self.radius_from_loss(self.fstate[_co.F_LOSS_SUM] / max(self.fstate[_co.F_LOSS_N], 1.0))
         if not R > 0:
@@ -302,7 +308,7 @@ class ObscureEngine(BufferEngine):
 
     #: The arrays of the state (dotted paths); ``krow`` is scratch and is not saved.
     _STATE_ARRAYS = ("hyper", "istate", "fstate", "theta_sq", "g", "scores") + BufferEngine._BUFFER_ARRAYS \
-        + BufferEngine._KERNEL_ARRAYS
+        + BufferEngine._KERNEL_ARRAYS + ReplayMemory.STATE_ARRAYS
 
     def get_state(self):
         """``(params, arrays)``: every array of the state, and the scalars beside them."""
@@ -355,6 +361,7 @@ class ObscureEngine(BufferEngine):
         n_out = max(self.n_outputs, 1)
         need(bool(np.all((b.ypos[:n] >= 0) & (b.ypos[:n] < n_out))), "a stored example's class is out of range")
         need(bool(np.all((b.yneg[:n] >= -1) & (b.yneg[:n] < n_out))), "a stored example's rival is out of range")
+        self.replay.check(need, self.n_features, lambda y: (np.abs(y) == 1) if self.binary else ((y >= 0) & (y < n_out)))
         self._check_groups(ck, need)
 
 
@@ -382,18 +389,35 @@ def check_switch_after(value):
 
 
 def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
-    """One streaming step with the stage switch.
+    """One streaming step: learn ``x``, replay after a margin error, then the stage switch.
 
-    ``switch_after``: an int N switches to stage 2 after N examples; 'auto'
-    switches once stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN``
-    consecutive examples without a margin error (the streaming form of the
-    authors' rule "stop stage 1 after an epoch without margin errors"); None
-    never switches.  ``R`` comes from the stage-1 solution and the mean
-    online hinge loss of stage 1 (the running estimate of the training loss).
+    Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
+    ``engine.replay.steps`` more steps on examples drawn from the reservoir of past ones;
+    then offer ``x`` to the reservoir.  ``switch_after``: an int N switches to stage 2
+    after N examples (of the stream; replayed steps do not count); 'auto' switches once
+    stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive steps without
+    a margin error (the streaming form of the authors' rule "stop stage 1 after an epoch
+    without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
+    and the mean online hinge loss of stage 1 (the running estimate of the training loss).
     """
     out = engine.learn(x, yi)
+    mem = engine.replay
+    if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0 and mem.size:
+        for _ in range(mem.steps):
+            row, label = mem.sample(engine.n_features)
+            engine.learn(row, label)
+    mem.add(x, yi)
     if engine.stage != 1 or switch_after is None:
         return out
+    if switch_after == "auto":
+        # A clean run only counts once stage 1 has learnt something: a one-class prefix has no
+        # margin errors either, and switching then would start stage 2 from nothing.
+        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN and engine.istate[_co.I_UPDATES] > 0
+    else:
+        switch = mem.seen >= switch_after
+    if switch:
+        engine.switch_to_stage2()
+    return out
     if switch_after == "auto":
         # A clean run only counts once stage 1 has learnt something: a one-class prefix has no
         # margin errors either, and switching then would start stage 2 from nothing.

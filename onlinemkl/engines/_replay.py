@@ -1,0 +1,138 @@
+"""Replay: a bounded reservoir of past examples, revisited after each margin error.
+
+One pass of an online kernel learner takes one step per example, where the authors'
+batch toolbox takes up to five epochs; that gap is most of what one pass loses to a
+batch SVM, and most of what a mistake-driven learner loses early in a stream to a
+nearest-neighbour model.  Replay spends part of the speed margin on it: the learner
+keeps a uniform sample of the stream (reservoir sampling, at most ``window`` rows) and,
+after each example on which it made a margin error, takes ``steps`` more steps on
+examples drawn from that sample.  Streams it already classifies with margin cost
+nothing extra; hard streams get up to ``steps`` extra passes over the support buffer per
+mistake.  Measured over 20 offline data sets (``benchmarks/results/defaults*.md``).
+
+The memory is plain arrays (``rows``, ``labels``, ``counters``), part of the learner's
+state: saved, loaded and pickled with it, so a model continues identically after a
+round trip.  Its random numbers come from a SplitMix64 generator whose state is one of
+those counters (no global or hidden RNG state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ReplayMemory", "check_replay", "DEFAULT_STEPS", "DEFAULT_WINDOW", "MAX_VALUES"]
+
+#: Extra steps after a margin error (``replay=``) and rows kept (``replay_window=``).
+DEFAULT_STEPS = 5
+DEFAULT_WINDOW = 1000
+
+#: The reservoir holds at most this many values (8 MiB of float64) whatever ``window`` says:
+#: with very many features it keeps fewer rows rather than more memory.
+MAX_VALUES = 1 << 20
+
+_MASK = (1 << 64) - 1
+
+
+def check_replay(replay, replay_window) -> None:
+    """Validate the ``replay`` (int >= 0) and ``replay_window`` (int >= 1) parameters."""
+    from .._validation import check_number
+
+    check_number("replay", replay, low=0, integer=True, hint=" (extra steps after a margin error; 0 turns replay off)")
+    check_number("replay_window", replay_window, low=1, integer=True, hint=" (past examples kept for replay)")
+
+
+def _splitmix64(state: int) -> tuple[int, int]:
+    """``(new_state, value)``: one SplitMix64 draw (Steele, Lea & Flood 2014), in Python ints."""
+    state = (state + 0x9E3779B97F4A7C15) & _MASK
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return state, z ^ (z >> 31)
+
+
+class ReplayMemory:
+    """A reservoir of at most ``window`` past examples and the replay schedule.
+
+    ``counters`` holds ``[examples offered, generator state]`` (uint64).  ``steps = 0``
+    keeps no rows (replay off) but still counts the examples.
+    """
+
+    #: The arrays of the state, as dotted paths from the owning engine.
+    STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters")
+
+    def __init__(self, steps: int, window: int, seed: int = 0):
+        self.steps, self.window = int(steps), int(window)
+        self.rows = np.zeros((0, 0))
+        self.labels = np.zeros(0, dtype=np.int64)
+        self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
+
+    @property
+    def seen(self) -> int:
+        """Examples offered to :meth:`add` so far (the stream's length, replays not counted)."""
+        return int(self.counters[0])
+
+    @property
+    def size(self) -> int:
+        """Rows held now."""
+        return min(self.seen, self.labels.shape[0])
+
+    def capacity(self, n_features: int) -> int:
+        """Rows the reservoir may hold: ``window``, fewer for very wide rows (:data:`MAX_VALUES`)."""
+        return max(1, min(self.window, MAX_VALUES // max(n_features, 1)))
+
+    def _draw(self, n: int) -> int:
+        """A uniform integer in ``[0, n)`` (the 64-bit draw reduced modulo ``n``; ``n`` is small)."""
+        state, value = _splitmix64(int(self.counters[1]))
+        self.counters[1] = state
+        return value % n
+
+    def add(self, x: np.ndarray, y: int) -> None:
+        """Offer one example (reservoir sampling: every example so far is held with equal chance)."""
+        seen = self.seen
+        self.counters[0] = seen + 1
+        if self.steps <= 0:
+            return
+        d = x.shape[0]
+        cap = self.capacity(max(d, self.rows.shape[1]))
+        if self.labels.shape[0] > cap:  # rows got wider: keep the first cap (still a uniform sample)
+            self.rows, self.labels = self.rows[:cap].copy(), self.labels[:cap].copy()
+        if self.rows.shape[1] < d:  # new features: widen, the old rows read 0 there
+            wider = np.zeros((self.rows.shape[0], d))
+            wider[:, :self.rows.shape[1]] = self.rows
+            self.rows = wider
+        held = self.labels.shape[0]
+        if held < cap:  # still filling: append (grow by doubling, up to cap)
+            if held == self.rows.shape[0]:
+                grown = np.zeros((min(cap, max(8, 2 * held)), self.rows.shape[1]))
+                grown[:held] = self.rows[:held]
+                self.rows = grown
+            slot = held
+            self.labels = np.append(self.labels, np.int64(y))
+        else:
+            slot = self._draw(seen + 1)
+            if slot >= held:
+                return
+            self.labels[slot] = y
+        self.rows[slot, :d] = x
+        self.rows[slot, d:] = 0.0
+
+    def sample(self, n_features: int) -> tuple[np.ndarray, int]:
+        """A held example drawn uniformly: ``(row of n_features values, label)``."""
+        j = self._draw(self.size)
+        row = self.rows[j]
+        if row.shape[0] < n_features:
+            row = np.concatenate([row, np.zeros(n_features - row.shape[0])])
+        return row[:n_features], int(self.labels[j])
+
+    def check(self, need, n_features: int, label_ok) -> None:
+        """``need`` every rule a consistent memory keeps (for a restored state)."""
+        need(self.rows.ndim == 2 and self.labels.ndim == 1 and self.counters.shape == (2,),
+             "replay arrays have the wrong number of dimensions or counters")
+        held = self.labels.shape[0]
+        need(held <= self.rows.shape[0] and held <= max(self.window, 0) and held <= self.seen,
+             f"replay holds {held} labels for {self.rows.shape[0]} rows, window {self.window}, "
+             f"{self.seen} examples seen")
+        need(self.rows.shape[1] <= max(n_features, 0) or held == 0,
+             f"replay rows have {self.rows.shape[1]} columns for {n_features} features")
+        need(bool(np.all(np.isfinite(self.rows[:held]))), "replay rows hold NaN or infinite values")
+        need(bool(np.all(label_ok(self.labels))), "a replayed example's label is out of range")
