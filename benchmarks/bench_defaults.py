@@ -200,11 +200,16 @@ def _proximal(**kw):
     return lambda: ProximalMKLClassifier(**kw)
 
 
+#: The defaults, the defaults before replay (``replay=0``: how the defaults moved), the narrow
+#: kernel ladder that wins on river's own streams, and a budget.
 CANDIDATES = {
     "OBSCURE default": _scaled(lambda: _obscure()()),
     "ProximalMKL default": _scaled(lambda: _proximal()()),
+    "OBSCURE replay=0": _scaled(lambda: _obscure(replay=0)()),
+    "ProximalMKL replay=0": _scaled(lambda: _proximal(replay=0)()),
     "OBSCURE narrow": _scaled(lambda: _obscure(kernels=_narrow_kernels())()),
     "OBSCURE budget500": _scaled(lambda: _obscure(budget=500)()),
+    "ProximalMKL budget500": _scaled(lambda: _proximal(budget=500)()),
 }
 
 

@@ -49,6 +49,10 @@ class SupportBuffer:
     def n_features_capacity(self) -> int:
         return self.S.shape[1]
 
+    def has_room(self, n_stored: int) -> bool:
+        """True unless a budget is set and ``n_stored`` examples already fill it."""
+        return self.budget is None or n_stored < self.budget
+
     def ensure_rows(self, n_rows: int) -> None:
         """Room for ``n_rows`` stored examples (doubling; never beyond the budget)."""
         if self.budget is not None:

@@ -16,7 +16,7 @@ from sklearn.base import ClassifierMixin
 
 from ._core import obscure as _co
 from ._validation import check_choice, check_number, store_params
-from .engines._replay import DEFAULT_STEPS, DEFAULT_WINDOW, check_replay
+from .engines._replay import DEFAULT_WINDOW, check_replay, replay_seed
 from .engines.obscure import ObscureEngine, check_params, hinge_losses, stream_step
 from .sklearn import EngineClassifier, check_labels
 
@@ -68,9 +68,10 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         or the one whose removal changes the predictor least.
     loss : {'auto', 'hinge', 'multiclass_hinge'}, default 'auto'
         'auto': binary hinge for two classes, Crammer-Singer hinge for more.
-    replay : int >= 0, default 5
+    replay : int >= 0 or 'auto', default 'auto'
         ``partial_fit``: after a margin error, this many extra steps on past examples drawn
-        from a reservoir of ``replay_window`` of them (0: off; ``fit`` runs epochs instead).
+        from a reservoir of ``replay_window`` of them (0: off; ``fit`` runs epochs instead);
+        'auto': 5 without a budget, 0 with one.
     replay_window : int >= 1, default 1000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     random_state : int or None, default None
@@ -104,7 +105,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
 
     def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs=5,
                  switch_after="auto", pegasos=False, budget=None, eviction="oldest", loss="auto",
-                 replay=DEFAULT_STEPS, replay_window=DEFAULT_WINDOW, random_state=None):
+                 replay="auto", replay_window=DEFAULT_WINDOW, random_state=None):
         store_params(self, locals())
 
     # -- validation ----------------------------------------------------------------------
@@ -115,7 +116,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
         check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True)
         check_choice("loss", self.loss, ("auto", "hinge", "multiclass_hinge"))
-        check_replay(self.replay, self.replay_window)
+        check_replay(self.replay, self.replay_window, self.budget)
         return kernels, p
 
     def _new_engine(self, classes, lam=None):
@@ -125,9 +126,10 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         binary = self.loss == "hinge" or (self.loss == "auto" and len(classes) == 2)
         if self.loss == "hinge" and len(classes) != 2:
             raise ValueError(f"loss='hinge' is binary but there are {len(classes)} classes; use loss='multiclass_hinge'")
-        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
         eng = ObscureEngine(kernels, p, self.eta, lam, self.budget, self.eviction, bool(self.pegasos), binary,
-                            C=self.C, replay=self.replay, replay_window=self.replay_window, seed=int(seed))
+                            C=self.C, replay=check_replay(self.replay, self.replay_window, self.budget),
+                            replay_window=self.replay_window,
+                            seed=replay_seed(self.random_state))
         eng.set_n_classes(len(classes))
         return eng
 

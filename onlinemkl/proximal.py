@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from ._validation import store_params
+from .engines._replay import DEFAULT_WINDOW
 from .engines.proximal import classifier_engine, regressor_engine
 from .sklearn import EngineClassifier, EngineEstimator, check_labels
 
@@ -58,9 +59,17 @@ _COMMON_DOC = """
         Predict with the averaged model ``(1/T) sum_t theta_t`` (kept without storing history).
     budget : int or None; eviction : {'oldest', 'least_impact'}
         As in OBSCURE.
+    replay : int >= 0 or 'auto', default 'auto' (classifier), 0 (regressor)
+        After a step with a positive loss, this many extra steps on past examples drawn
+        from a reservoir of ``replay_window`` of them (0: off); in ``partial_fit`` and in
+        ``fit``'s epochs alike.  'auto': 5 without a budget, 0 with one.  The regressor's
+        default is off: not yet measured there.
+    replay_window : int >= 1, default 1000
+        Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     n_epochs : int, default 1
         Passes over the data in ``fit`` (random order).
     random_state : int or None
+        Seed of ``fit``'s example order and of the replay draws (None: 0 for the draws).
 """
 
 # The flat learners evict with a projection onto a partner (onlinemkl._core.group_evict.evict_and_merge)
@@ -105,7 +114,8 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
 
     def __init__(self, kernels=None, explicit_groups=None, loss="hinge", regularizer="sq_l21", lam=1e-4, q=1.5,
                  sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto",
-                 average=False, budget=None, eviction="least_impact", n_epochs=1, random_state=None):
+                 average=False, budget=None, eviction="least_impact", replay="auto",
+                 replay_window=DEFAULT_WINDOW, n_epochs=1, random_state=None):
         store_params(self, locals())
 
     def _new_engine(self, classes):
@@ -113,7 +123,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
 
     def _learn_rows(self, engine, X, yi, order):
         for i in order:
-            engine.learn(X[i], yi[i])
+            engine.stream_learn(X[i], yi[i])
 
     def fit(self, X, y):
         X = self._rows(X, first=True)
@@ -181,7 +191,8 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
 
     def __init__(self, kernels=None, explicit_groups=None, loss="squared", epsilon=0.1, regularizer="sq_l21",
                  lam=1e-2, q=1.5, sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=0.1,
-                 gamma=None, average=True, budget=None, eviction="least_impact", n_epochs=3, random_state=None):
+                 gamma=None, average=True, budget=None, eviction="least_impact", replay=0,
+                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None):
         store_params(self, locals())
 
     def _new_engine(self):
@@ -196,7 +207,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
         rng = np.random.default_rng(self.random_state)
         for _ in range(self.n_epochs):
             for i in rng.permutation(X.shape[0]):
-                engine.learn(X[i], y[i])
+                engine.stream_learn(X[i], y[i])
         return self
 
     def partial_fit(self, X, y):
@@ -210,7 +221,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
             engine = self._engine
         self._engine, self.n_features_in_ = engine, X.shape[1]
         for i in range(X.shape[0]):
-            engine.learn(X[i], y[i])
+            engine.stream_learn(X[i], y[i])
         return self
 
     def predict(self, X):

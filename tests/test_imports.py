@@ -76,6 +76,6 @@ def test_river_adapters_import_neither_sklearn_nor_other_learners(name):
     loaded = eval(out)
     assert not [m for m in loaded if m.startswith("sklearn")]
     engines = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("onlinemkl.engines.")}
-    assert engines <= {own, "_window"}, engines
+    assert engines <= {own, "_window", "_replay"}, engines  # the shared helpers, and its own engine
     adapters = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("onlinemkl.river._")}
     assert adapters <= {"_base", "_" + own, "_minibatch"}, adapters

@@ -184,3 +184,78 @@ def test_replay_lifts_one_pass_accuracy_on_many_classes():
     without = _prequential(preprocessing.StandardScaler() | OBSCUREClassifier(replay=0), data)
     # measured 0.649 with replay, 0.580 without
     assert with_replay >= without + 0.04, (with_replay, without)
+
+
+# -- online proximal MKL -------------------------------------------------------------------
+
+def test_proximal_replay_lifts_one_pass_accuracy_on_many_classes():
+    from sklearn.datasets import make_classification
+
+    from onlinemkl.river import ProximalMKLClassifier
+
+    X, y = make_classification(2000, n_features=8, n_informative=6, n_redundant=0, n_classes=10,
+                               n_clusters_per_class=1, random_state=0)
+    data = [({f"x{j}": v for j, v in enumerate(row)}, int(t)) for row, t in zip(X[:1400], y[:1400])]
+    with_replay = _prequential(preprocessing.StandardScaler() | ProximalMKLClassifier(), data)
+    without = _prequential(preprocessing.StandardScaler() | ProximalMKLClassifier(replay=0), data)
+    assert with_replay >= without + 0.03, (with_replay, without)
+
+
+def test_replayed_regression_targets_do_not_count_as_new_targets():
+    from onlinemkl.river import ProximalMKLRegressor
+
+    rng = np.random.default_rng(4)
+    model = ProximalMKLRegressor(replay=3)
+    for i in range(200):
+        x = {"a": rng.normal(), "b": rng.normal()}
+        model.learn_one(x, 10.0 + 3.0 * x["a"])
+    e = model._engine
+    assert e.ystats[0] == 200 and e.replay.seen == 200
+    assert e.replay.labels.dtype == np.float64 and np.all(np.abs(e.replay.labels - 10.0) < 20.0)
+
+
+def test_proximal_state_round_trip_includes_the_replay_memory():
+    from onlinemkl.river import ProximalMKLClassifier
+
+    data = _phishing(260)
+    a = preprocessing.StandardScaler() | ProximalMKLClassifier(replay=2, replay_window=30)
+    for x, y in data[:130]:
+        a.learn_one(x, y)
+    b = copy.deepcopy(a)
+    for x, y in data[130:]:
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    for x, _ in data[:40]:
+        assert a.predict_proba_one(x) == b.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("face", ["obscure", "proximal"])
+def test_a_full_budget_stops_replay(face):
+    from onlinemkl._core import fobos as _cf
+    from onlinemkl.river import ProximalMKLClassifier
+
+    model, clock = {"obscure": (OBSCUREClassifier(budget=20, replay=4), _co.I_CLOCK),
+                    "proximal": (ProximalMKLClassifier(budget=20, replay=4), _cf.I_T)}[face]
+    data = _phishing(400)
+    for x, y in data[:200]:
+        model.learn_one(x, y)
+    e = model._engine
+    steps = []
+    for x, y in data[200:]:
+        before = int(e.istate[clock])
+        model.learn_one(x, y)
+        steps.append(int(e.istate[clock]) - before)
+    assert e.n_support == 20 and e.replay.size > 20
+    assert set(steps) == {1}  # the buffer stays full: one step per example, no replay
+
+
+def test_auto_replays_without_a_budget_only():
+    from onlinemkl.river import ProximalMKLClassifier
+
+    assert OBSCUREClassifier()._engine.replay.steps == 5
+    assert OBSCUREClassifier(budget=500)._engine.replay.steps == 0
+    assert OBSCUREClassifier(budget=500, replay=2)._engine.replay.steps == 2
+    assert ProximalMKLClassifier()._engine.replay.steps == 5
+    assert ProximalMKLClassifier(budget=100)._engine.replay.steps == 0
+    clf = SkOBSCURE(budget=50).partial_fit(np.eye(3), [0, 1, 2], classes=[0, 1, 2])
+    assert clf._engine.replay.steps == 0

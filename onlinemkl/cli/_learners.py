@@ -56,7 +56,8 @@ LEARNERS = {
             "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
             "eviction": ("oldest", "'oldest' or 'least_impact': what a full buffer drops"),
             "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
-            "replay": ("5", "after a margin error, this many extra steps on past examples (0: off)"),
+            "replay": ("auto", "after a margin error, this many extra steps on past examples (0: off; "
+                               "auto: 5 without a budget, 0 with one)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
         },
     ),
@@ -79,6 +80,9 @@ _PROXIMAL_COMMON = {
     "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
     "eviction": ("least_impact", "'least_impact' or 'oldest' (a sliding window, for drifting streams): what a full "
                                  "buffer drops"),
+    "replay": (None, "after a positive loss, this many extra steps on past examples (0: off; auto: 5 without "
+                     "a budget, 0 with one)"),
+    "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
 }
 
 
@@ -95,7 +99,7 @@ LEARNERS["proximal"] = LearnerSpec(
     task="classification",
     summary="online proximal MKL, kernelised FOBOS with group-norm proximal steps (Martins et al. 2011)",
     params=_proximal_params(
-        {"lam": "1e-4", "eta0": "1.0", "gamma": "auto", "average": "false"},
+        {"lam": "1e-4", "eta0": "1.0", "gamma": "auto", "average": "false", "replay": "auto"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")}),
@@ -106,7 +110,7 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
     task="regression",
     summary="online proximal MKL regression (Martins et al. 2011), targets standardised online",
     params=_proximal_params(
-        {"lam": "0.01", "eta0": "0.1", "gamma": "none", "average": "true"},
+        {"lam": "0.01", "eta0": "0.1", "gamma": "none", "average": "true", "replay": "0"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("squared", "'squared' or 'epsilon_insensitive'"),

@@ -391,7 +391,8 @@ def check_switch_after(value):
 def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """One streaming step: learn ``x``, replay after a margin error, then the stage switch.
 
-    Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
+    Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error and the
+    buffer is below its budget (a full buffer would spend its rows on repeats), take
     ``engine.replay.steps`` more steps on examples drawn from the reservoir of past ones;
     then offer ``x`` to the reservoir.  ``switch_after``: an int N switches to stage 2
     after N examples (of the stream; replayed steps do not count); 'auto' switches once
@@ -402,7 +403,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """
     out = engine.learn(x, yi)
     mem = engine.replay
-    if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0 and mem.size:
+    if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0 and mem.size and engine.buf.has_room(engine.n_support):
         for _ in range(mem.steps):
             row, label = mem.sample(engine.n_features)
             engine.learn(row, label)

@@ -25,6 +25,7 @@ from .._validation import check_choice, check_number
 from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear, check_kernels, default_regression_kernels
+from ._replay import ReplayMemory, check_replay, replay_seed
 
 _cf = lazy_module("fobos")
 _cl = lazy_module("losses")
@@ -127,10 +128,12 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
 def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
     """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
     st = settings(p, regression, loss_at_zero)
+    steps = check_replay(p.replay, p.replay_window, p.budget)
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
-                          average=bool(p.average))
+                          average=bool(p.average), replay=steps, replay_window=p.replay_window,
+                          seed=replay_seed(getattr(p, "random_state", None)))
 
 
 def classifier_engine(p, n_classes: int):
@@ -262,9 +265,11 @@ class ProximalEngine(GroupNormEngine):
     """
 
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
-                 schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False):
+                 schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False,
+                 replay=0, replay_window=1000, seed=0):
         self._remember_init(locals())
         self.regression = loss_code in REGRESSION_LOSSES.values()
+        self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression)
         self.average = bool(average)
         self.ck = CompiledKernels(kernels)
         self.explicit_groups = tuple(explicit_groups)
@@ -338,6 +343,25 @@ class ProximalEngine(GroupNormEngine):
         if self.regression:
             return self.learn_regression(x, label)
         return self._step(x, int(label), 0.0)
+
+    def stream_learn(self, x, label):
+        """:meth:`learn`, then replay (:mod:`onlinemkl.engines._replay`) after a positive loss,
+        while the buffer is below its budget (a full buffer would spend its rows on repeats).
+
+        Replayed regression targets are standardised with the current running statistics
+        without updating them (a replay is not a new target)."""
+        out = self.learn(x, label)
+        mem = self.replay
+        if mem.steps > 0 and mem.size and out[0] > 0.0 and self.buf.has_room(self.n_support):
+            for _ in range(mem.steps):
+                row, y = mem.sample(self.n_features)
+                if self.regression:
+                    mean, std = self.target_scale()
+                    self._step(row, 0, (y - mean) / std)
+                else:
+                    self._step(row, int(y), 0.0)
+        mem.add(x, label)
+        return out
 
     def _step(self, x, y_cls, y_val):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``."""
@@ -449,7 +473,7 @@ class ProximalEngine(GroupNormEngine):
     #: The arrays of the state (dotted paths); ``g, scores, dl, b, b_new`` are scratch.
     _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
                      "avg_base", "W", "W_avg", "ystats") + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS \
-        + ("xk.codes", "xk.params", "xk.kgroup", "xk.granges", "xk.gptr", "xk.gl1")
+        + ("xk.codes", "xk.params", "xk.kgroup", "xk.granges", "xk.gptr", "xk.gl1") + ReplayMemory.STATE_ARRAYS
 
     def get_state(self):
         params = {"n_features": int(self.n_features), "kernels_resolved": bool(self.ck._resolved),
@@ -488,10 +512,19 @@ class ProximalEngine(GroupNormEngine):
         n_out = self.hyper[_cf.H_NOUT]
         need(n_out == int(n_out) and 0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
         self._check_groups(self.xk, need, "xk")
+        self.replay.check(need, self.n_features, self._label_ok)
         if strict:
             self._check_groups_values(need, ("W", "W_avg", "ystats", "xk.params"))
             need(bool(np.all(self.theta_sq >= 0)), "a squared group norm is negative")
             need(self.ystats[0] >= 0 and self.ystats[2] >= 0, "bad target statistics")
+
+    def _label_ok(self, y):
+        """Which replayed labels are valid: finite targets, +-1 (binary losses) or output indices."""
+        if self.regression:
+            return np.isfinite(y)
+        if self.hyper[_cf.H_LOSS] in (_cl.HINGE, _cl.LOGISTIC):
+            return np.abs(y) == 1
+        return (y >= 0) & (y < max(int(self.hyper[_cf.H_NOUT]), 1))
 
     def recompute_theta_sq(self):
         """Implicit groups' raw squared norms recomputed from the buffer; explicit from W."""

@@ -9,7 +9,7 @@ from river import base
 
 from .._core import obscure as _co
 from .._validation import check_choice, store_params
-from ..engines._replay import DEFAULT_STEPS, DEFAULT_WINDOW, check_replay
+from ..engines._replay import DEFAULT_WINDOW, check_replay
 from ..engines.obscure import ObscureEngine, check_params, stream_step
 from ..features import FeatureMap, LabelMap
 from ._base import EngineAdapter, softmax_dict
@@ -60,8 +60,8 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         'oldest' or 'least_impact'.
     replay
         After a margin error, this many extra steps on past examples drawn from a
-        reservoir of ``replay_window`` of them (0: off).  What one pass gains from it and
-        what it costs: ``benchmarks/results/defaults.md``.
+        reservoir of ``replay_window`` of them (0: off); 'auto': 5 without a budget, 0 with
+        one.  What one pass gains from it and what it costs: ``benchmarks/results/defaults.md``.
     replay_window
         Past examples kept for replay (a uniform sample of the stream; fewer when rows are
         very wide, at most 2^20 values in all).
@@ -81,14 +81,14 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     def __init__(self, kernels: tuple | None = None, p: float | None = None, lam: float | None = None,
                  C: float = 1.0, eta: float | None = None, switch_after: int | str | None = "auto",
                  pegasos: bool = False, budget: int | None = None, eviction: str = "oldest",
-                 loss: str = "multiclass_hinge", replay: int = DEFAULT_STEPS, replay_window: int = DEFAULT_WINDOW):
+                 loss: str = "multiclass_hinge", replay: int | str = "auto", replay_window: int = DEFAULT_WINDOW):
         store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
         self._kernels, self._p = check_params(kernels, p, lam, C, eta, switch_after, budget, eviction)
         check_choice("loss", loss, ("multiclass_hinge", "hinge"))
-        check_replay(replay, replay_window)
+        steps = check_replay(replay, replay_window, budget)
         self._attach(ObscureEngine(self._kernels, self._p, eta, lam, budget, eviction, bool(pegasos), loss == "hinge",
-                                   C=C, replay=replay, replay_window=replay_window), FeatureMap(), LabelMap())
+                                   C=C, replay=steps, replay_window=replay_window), FeatureMap(), LabelMap())
 
     @property
     def _multiclass(self):

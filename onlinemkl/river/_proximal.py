@@ -6,6 +6,7 @@ import numpy as np
 from river import base
 
 from .._validation import store_params
+from ..engines._replay import DEFAULT_WINDOW
 from ..engines.proximal import classifier_engine, regressor_engine
 from ..features import FeatureMap, LabelMap
 from ._base import EngineAdapter, check_regression_target, softmax_dict
@@ -28,6 +29,9 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     the same as in :class:`onlinemkl.ProximalMKLClassifier`; kernel and
     explicit groups are tuples of feature names.  ``predict_proba_one`` is the
     softmax of the class scores (calibrated only for the logistic loss).
+    ``replay`` ('auto': 5 without a budget, 0 with one) and ``replay_window``: after a
+    positive loss, that many extra steps on past examples from a reservoir of the stream
+    (as :class:`onlinemkl.river.OBSCUREClassifier`'s; 0 turns it off).
 
     Examples
     --------
@@ -43,7 +47,8 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  regularizer: str = "sq_l21", lam: float = 1e-4, q: float = 1.5, sigma: float = 1.0,
                  l1_ratio: float = 1.0, group_weights: tuple | None = None, schedule: str = "invsqrt",
                  eta0: float = 1.0, gamma: float | str | None = "auto", average: bool = False,
-                 budget: int | None = None, eviction: str = "least_impact"):
+                 budget: int | None = None, eviction: str = "least_impact", replay: int | str = "auto",
+                 replay_window: int = DEFAULT_WINDOW):
         store_params(self, locals())
         # Multiclass form from the start: labels emerge over time.
         engine = classifier_engine(self, 3)
@@ -68,7 +73,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
         idx = self._labels.add(y)
         if len(self._labels) > self._engine.n_outputs:
             self._engine.set_n_outputs(len(self._labels))
-        self._engine.learn(row, idx)
+        self._engine.stream_learn(row, idx)
 
     def predict_proba_one(self, x, **kwargs):
         if not len(self._labels):
@@ -102,7 +107,8 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
                  epsilon: float = 0.1, regularizer: str = "sq_l21", lam: float = 1e-2, q: float = 1.5,
                  sigma: float = 1.0, l1_ratio: float = 1.0, group_weights: tuple | None = None,
                  schedule: str = "invsqrt", eta0: float = 0.1, gamma: float | str | None = None,
-                 average: bool = True, budget: int | None = None, eviction: str = "least_impact"):
+                 average: bool = True, budget: int | None = None, eviction: str = "least_impact",
+                 replay: int = 0, replay_window: int = DEFAULT_WINDOW):
         store_params(self, locals())
         self._attach(regressor_engine(self), FeatureMap())
 
@@ -114,7 +120,7 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
 
     def learn_one(self, x, y, **kwargs):
         y = check_regression_target(y)
-        self._engine.learn(self._row(x, grow=True), y)
+        self._engine.stream_learn(self._row(x, grow=True), y)
 
     def predict_one(self, x, **kwargs):
         return self._engine.predict_one(self._row(x, grow=False))
