@@ -63,7 +63,8 @@ _COMMON_DOC = """
         After a step with a positive loss, this many extra steps on past examples drawn
         from a reservoir of ``replay_window`` of them (0: off); in ``partial_fit`` and in
         ``fit``'s epochs alike.  'auto': 5 without a budget, 0 with one.  The regressor's
-        default is off: not yet measured there.
+        default is off: it helped on some regression streams and hurt badly on others
+        (README, "Defaults and their reasons").
     replay_window : int >= 1, default 1000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     n_epochs : int, default 1
