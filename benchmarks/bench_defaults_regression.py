@@ -204,8 +204,11 @@ def _proximal(**kw):
 
 
 #: The default and the default with replay turned on (its classifier twin defaults to replay).
+#: The default; the previous default (the averaged model, ``lam=1e-2``, ``eta0=0.1``: how the
+#: default moved); replay.
 CANDIDATES = {
     "ProximalMKLRegressor default": _scaled(lambda: _proximal()()),
+    "ProximalMKLRegressor previous default": _scaled(lambda: _proximal(average=True, lam=1e-2, eta0=0.1)()),
     "ProximalMKLRegressor replay=2": _scaled(lambda: _proximal(replay=2)()),
 }
 

@@ -157,6 +157,11 @@ class NaiveFobos:
         loss, dl = naive_loss(self.loss, s, y_cls, y_val, self.epsilon)
         self.t += 1
         eta = self.eta()
+        if self.loss in (SQUARED, EPSILON_INSENSITIVE):
+            # normalised step (normalised LMS): at most 1 / K(x, x), K summed over every group
+            kxx = sum(kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels)
+            kxx += sum(float(x[cols] @ x[cols]) for cols in self.xcols)
+            eta = min(eta, 1.0 / kxx) if kxx * eta > 1.0 else eta
         u = -dl
         updated = bool(np.any(u != 0)) and eta > 0
         if updated:

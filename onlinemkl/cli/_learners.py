@@ -110,7 +110,7 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
     task="regression",
     summary="online proximal MKL regression (Martins et al. 2011), targets standardised online",
     params=_proximal_params(
-        {"lam": "0.01", "eta0": "0.1", "gamma": "none", "average": "true", "replay": "0"},
+        {"lam": "0.001", "eta0": "0.2", "gamma": "none", "average": "false", "replay": "0"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("squared", "'squared' or 'epsilon_insensitive'"),
