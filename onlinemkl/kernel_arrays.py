@@ -14,8 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._lazy import lazy_module
 from ._core.state import KernelSpec, Rows
+from ._lazy import lazy_module
 
 _cb = lazy_module("batch")
 _ck = lazy_module("kernels")

@@ -16,13 +16,13 @@ import numpy as np
 
 from .. import _config
 from .._buffer import EVICTION, SupportBuffer
-from ._replay import ReplayMemory
-from .._lazy import lazy_module
 from .._core.state import LabelledRows, Query, Rows
+from .._lazy import lazy_module
 from .._validation import check_choice, check_number
 from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import check_kernels
+from ._replay import ReplayMemory
 
 _ck = lazy_module("kernels")
 _co = lazy_module("obscure")
@@ -416,15 +416,6 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
         switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN and engine.istate[_co.I_UPDATES] > 0
     else:
         switch = mem.seen >= switch_after
-    if switch:
-        engine.switch_to_stage2()
-    return out
-    if switch_after == "auto":
-        # A clean run only counts once stage 1 has learnt something: a one-class prefix has no
-        # margin errors either, and switching then would start stage 2 from nothing.
-        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN and engine.istate[_co.I_UPDATES] > 0
-    else:
-        switch = engine.istate[_co.I_CLOCK] >= switch_after
     if switch:
         engine.switch_to_stage2()
     return out
