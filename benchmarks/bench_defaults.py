@@ -327,36 +327,69 @@ def run_svcs(train, test, classes):
 
 # -- main ----------------------------------------------------------------------------------------
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def selection_parser(doc, quick_datasets, quick_cap, what, report):
+    """The command line both defaults benchmarks share (``what``: the kind of river model)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help=f"{len(QUICK_DATASETS)} small data sets capped at {QUICK_CAP} rows")
+                    help=f"{len(quick_datasets)} small data sets capped at {quick_cap} rows")
     ap.add_argument("--datasets", default=None, help="comma-separated names from DATASETS")
     ap.add_argument("--candidates", default=None, help="comma-separated names from CANDIDATES (default: all)")
     ap.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR",
-                    help="an extra candidate: NAME=python expression returning an onlinemkl river classifier")
+                    help=f"an extra candidate: NAME=python expression returning an onlinemkl river {what}")
     ap.add_argument("--cap", type=int, default=None, help="cap every data set at this many rows")
-    ap.add_argument("--name", default=None, help="report name (default defaults / defaults_quick)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--name", default=None, help=f"report name (default {report} / {report}_quick)")
+    return ap
 
+
+def selection(args, registry, datasets, quick_datasets, quick_cap):
+    """``(candidates, data set names, row cap)`` from :func:`selection_parser`'s arguments."""
     if args.candidates:
         wanted = [c.strip() for c in args.candidates.split(",") if c.strip()]
-        unknown = [c for c in wanted if c not in CANDIDATES]
+        unknown = [c for c in wanted if c not in registry]
         if unknown:
-            raise SystemExit(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
-        candidates = {c: CANDIDATES[c] for c in wanted}
+            raise SystemExit(f"unknown candidate(s) {unknown}; choose from {list(registry)}")
+        candidates = {c: registry[c] for c in wanted}
     else:
-        candidates = dict(CANDIDATES)
+        candidates = dict(registry)
     for spec in args.extra:
         name, make = _extra_candidate(spec)
         candidates[name] = make
-
-    names = (args.datasets.split(",") if args.datasets else list(QUICK_DATASETS if args.quick else DATASETS))
-    unknown = [n for n in names if n not in DATASETS]
+    names = (args.datasets.split(",") if args.datasets else list(quick_datasets if args.quick else datasets))
+    unknown = [n for n in names if n not in datasets]
     if unknown:
-        raise SystemExit(f"unknown data set(s) {unknown}; choose from {list(DATASETS)}")
-    cap = args.cap if args.cap is not None else (QUICK_CAP if args.quick else None)
+        raise SystemExit(f"unknown data set(s) {unknown}; choose from {list(datasets)}")
+    cap = args.cap if args.cap is not None else (quick_cap if args.quick else None)
+    return candidates, names, cap
+
+
+def split(data, cap):
+    """``(data, train, held-out)``: the first :data:`TRAIN_FRACTION` of ``data[:cap]`` and the rest."""
+    if cap is not None:
+        data = data[:cap]
+    n_tr = int(round(TRAIN_FRACTION * len(data)))
+    return data, data[:n_tr], data[n_tr:]
+
+
+def race(makers, train, test, run, retime_best, metric, lower_is_better=False):
+    """Every river model's prequential pass; ``(best label, its retimed result, all results)``.
+
+    ``run(make, train, test)`` gives a result dict holding ``metric``; the best model by it is
+    re-run ``REPEAT`` times by ``retime_best`` for its least disturbed time.
+    """
+    res = {}
+    for label, make in makers.items():
+        r = res[label] = run(make, train, test)
+        print(f"  {label:28s} preq={r[metric]:.4g} held={r[metric.replace('preq', 'heldout')]:.4g} "
+              f"{r['ex_per_s']:.0f} ex/s", flush=True)
+    best = (min if lower_is_better else max)(res, key=lambda k: res[k][metric])
+    b = res[best]
+    res[best] = retime_best(makers[best], train, b, REPEAT, b["seconds"], len(train) / b["cpu_ex_per_s"])
+    return best, res[best], res
+
+
+def main(argv=None):
+    args = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "classifier", "defaults").parse_args(argv)
+    candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
 
     import onlinemkl
 
@@ -367,28 +400,16 @@ def main(argv=None):
     rows, refs, river_all = [], [], []
     with single_thread_blas():
         for dname in names:
-            data = DATASETS[dname]()
-            if cap is not None:
-                data = data[:cap]
-            n_tr = int(round(TRAIN_FRACTION * len(data)))
-            train, test = data[:n_tr], data[n_tr:]
+            data, train, test = split(DATASETS[dname](), cap)
+            n_tr = len(train)
             classes = sorted({y for _, y in data}, key=repr)
             multiclass = len(classes) > 2
             n_feat = len(data[0][0])
             print(f"== {dname}: {len(data)} rows ({n_tr} train / {len(test)} held-out), {n_feat} features, "
                   f"{len(classes)} classes", flush=True)
 
-            river_res = {}
-            river_all_models = all_river_models(multiclass)
-            for label, make in river_all_models.items():
-                r = run_online(make, train, test)
-                river_res[label] = r
-                print(f"  {label:28s} preq={r['preq_acc']:.4f} held={r['heldout_acc']:.4f} "
-                      f"{r['ex_per_s']:.0f} ex/s", flush=True)
-            best_label = max(river_res, key=lambda k: river_res[k]["preq_acc"])
-            best = river_res[best_label] = retime(river_all_models[best_label], train, river_res[best_label],
-                                                  REPEAT, river_res[best_label]["seconds"],
-                                                  len(train) / river_res[best_label]["cpu_ex_per_s"])
+            best_label, best, river_res = race(all_river_models(multiclass), train, test, run_online, retime,
+                                               "preq_acc")
             river_all += [{"dataset": dname, "contestant": k, "river_best": k == best_label, **v}
                           for k, v in river_res.items()]
 
@@ -435,32 +456,43 @@ def main(argv=None):
             "geomean_speed_vs_river": float(np.exp(np.mean(np.log(speeds)))),
         })
 
-    name = args.name or ("defaults_quick" if args.quick else "defaults")
-    intro = __doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+    columns = ["dataset", "candidate", "preq_acc", "heldout_acc", "ex_per_s", "river_best", "river_preq",
+               "river_ex_per_s", "svc_rbf_heldout", "svc_meank_heldout", "preq_vs_river", "speed_vs_river",
+               "heldout_vs_svc"]
+    write_defaults_report(
+        __doc__, "bench_defaults.py", args, "defaults", cap, total_s, compile_s, candidates,
+        method="`river best`: river's most accurate model by prequential accuracy on each data set (picked "
+               "with hindsight).  SVC (mean kernel): `SVC(kernel='precomputed')` on the mean of the Gram "
+               "matrices of `default_kernels()` from `onlinemkl.kernels.kernel_matrix`.",
+        summary_doc="`preq_ge_river_best`: data sets where the candidate's prequential accuracy >= river best's. "
+                    "`*_preq_vs_river`: accuracy difference; `*_heldout_vs_svc`: held-out accuracy / SVC (mean "
+                    "kernel) held-out accuracy; `*_speed_vs_river`: examples/s / river best's examples/s.",
+        tables=(summary, refs, rows, river_all), columns=columns,
+        title="Default learners vs what a user would pick instead")
+
+
+def write_defaults_report(doc, script, args, report, cap, total_s, compile_s, candidates, method, summary_doc,
+                          tables, columns, title):
+    """The report both defaults benchmarks write: method notes, the summary, the references per data
+    set, then one row per data set and candidate (``tables``: summary, references, rows, river's runs)."""
+    summary, refs, rows, river_all = tables
+    name = args.name or (f"{report}_quick" if args.quick else report)
+    intro = doc.split("\n\n")[0] + "\n\n" + doc.split("\n\n")[1]
     notes = (
-        f"{intro}\n\nSee the docstring of `benchmarks/bench_defaults.py` for the full method.  "
+        f"{intro}\n\nSee the docstring of `benchmarks/{script}` for the full method.  "
         f"Train = first {int(TRAIN_FRACTION * 100)}% (one prequential pass), held-out = last "
         f"{100 - int(TRAIN_FRACTION * 100)}%.  examples/s: wall time (`perf_counter`) of the prequential pass "
-        "on a shared 2-core machine (noisy).  `river best`: river's most accurate model by prequential "
-        "accuracy on each data set (picked with hindsight).  SVC (mean kernel): `SVC(kernel='precomputed')` on "
-        "the mean of the Gram matrices of `default_kernels()` from `onlinemkl.kernels.kernel_matrix`."
+        f"on a shared 2-core machine (noisy).  {method}"
         f"{' Rows capped at ' + str(cap) + '.' if cap else ''}  Total run time {total_s:.0f} s.\n\n"
-        "## Summary per candidate\n\n"
-        "`preq_ge_river_best`: data sets where the candidate's prequential accuracy >= river best's. "
-        "`*_preq_vs_river`: accuracy difference; `*_heldout_vs_svc`: held-out accuracy / SVC (mean kernel) "
-        "held-out accuracy; `*_speed_vs_river`: examples/s / river best's examples/s.\n\n"
+        f"## Summary per candidate\n\n{summary_doc}\n\n"
         + markdown_table(summary)
         + "\n## References per data set\n\n" + markdown_table(refs)
         + "\n## Per data set and candidate\n"
     )
-    columns = ["dataset", "candidate", "preq_acc", "heldout_acc", "ex_per_s", "river_best", "river_preq",
-               "river_ex_per_s", "svc_rbf_heldout", "svc_meank_heldout", "preq_vs_river", "speed_vs_river",
-               "heldout_vs_svc"]
-    write_report(name, rows, columns=columns, title="Default learners vs what a user would pick instead",
-                 notes=notes, extra={"summary": summary, "references": refs, "river_all": river_all,
-                                      "candidates": list(candidates), "extra_specs": args.extra,
-                                      "cap": cap, "total_seconds": total_s, "warmup_seconds": compile_s})
-
+    write_report(name, rows, columns=columns, title=title, notes=notes,
+                 extra={"summary": summary, "references": refs, "river_all": river_all,
+                        "candidates": list(candidates), "extra_specs": args.extra, "cap": cap,
+                        "total_seconds": total_s, "warmup_seconds": compile_s})
 
 if __name__ == "__main__":
     main()

@@ -86,7 +86,6 @@ import os
 
 os.environ.setdefault("ONLINEMKL_BACKGROUND_COMPILE", "0")  # before onlinemkl is imported
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -95,14 +94,17 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table, single_thread_blas, write_report  # noqa: E402
+from _common import single_thread_blas  # noqa: E402
 from bench_defaults import (  # noqa: E402
-    TRAIN_FRACTION,
     WARM_EXAMPLES,
-    _extra_candidate,
     _from_arrays,
     _river_dataset,
     _scaled,
+    race,
+    selection,
+    selection_parser,
+    split,
+    write_defaults_report,
 )
 from bench_peers import has_predict_many  # noqa: E402
 
@@ -316,36 +318,8 @@ def run_krr(train, test):
 # -- main ----------------------------------------------------------------------------------------
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"{len(QUICK_DATASETS)} small data sets capped at {QUICK_CAP} rows")
-    ap.add_argument("--datasets", default=None, help="comma-separated names from DATASETS")
-    ap.add_argument("--candidates", default=None, help="comma-separated names from CANDIDATES (default: all)")
-    ap.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR",
-                    help="an extra candidate: NAME=python expression returning an onlinemkl river regressor")
-    ap.add_argument("--cap", type=int, default=None, help="cap every data set at this many rows")
-    ap.add_argument("--name", default=None,
-                    help="report name (default defaults_regression / defaults_regression_quick)")
-    args = ap.parse_args(argv)
-
-    if args.candidates:
-        wanted = [c.strip() for c in args.candidates.split(",") if c.strip()]
-        unknown = [c for c in wanted if c not in CANDIDATES]
-        if unknown:
-            raise SystemExit(f"unknown candidate(s) {unknown}; choose from {list(CANDIDATES)}")
-        candidates = {c: CANDIDATES[c] for c in wanted}
-    else:
-        candidates = dict(CANDIDATES)
-    for spec in args.extra:
-        name, make = _extra_candidate(spec)
-        candidates[name] = make
-
-    names = (args.datasets.split(",") if args.datasets else list(QUICK_DATASETS if args.quick else DATASETS))
-    unknown = [n for n in names if n not in DATASETS]
-    if unknown:
-        raise SystemExit(f"unknown data set(s) {unknown}; choose from {list(DATASETS)}")
-    cap = args.cap if args.cap is not None else (QUICK_CAP if args.quick else None)
+    args = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "regressor", "defaults_regression").parse_args(argv)
+    candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
 
     import onlinemkl
 
@@ -356,11 +330,8 @@ def main(argv=None):
     rows, refs, river_all = [], [], []
     with single_thread_blas():
         for dname in names:
-            data = DATASETS[dname]()
-            if cap is not None:
-                data = data[:cap]
-            n_tr = int(round(TRAIN_FRACTION * len(data)))
-            train, test = data[:n_tr], data[n_tr:]
+            data, train, test = split(DATASETS[dname](), cap)
+            n_tr = len(train)
             n_feat = len(data[0][0])
             y_sd = float(np.std([y for _, y in data]))
             print(f"== {dname}: {len(data)} rows ({n_tr} train / {len(test)} held-out), {n_feat} features, "
@@ -370,17 +341,8 @@ def main(argv=None):
             print(f"  {'running mean':28s} preq={base['preq_mae']:.4g} held={base['heldout_mae']:.4g}", flush=True)
             river_all.append({"dataset": dname, "contestant": "running mean", "river_best": False, **base})
 
-            river_res = {}
-            makers = river_models()
-            for label, make in makers.items():
-                r = run_online(make, train, test)
-                river_res[label] = r
-                print(f"  {label:28s} preq={r['preq_mae']:.4g} held={r['heldout_mae']:.4g} "
-                      f"{r['ex_per_s']:.0f} ex/s", flush=True)
-            best_label = min(river_res, key=lambda k: river_res[k]["preq_mae"])
-            b = river_res[best_label]
-            best = river_res[best_label] = retime(makers[best_label], train, b, REPEAT, b["seconds"],
-                                                  len(train) / b["cpu_ex_per_s"])
+            best_label, best, river_res = race(river_models(), train, test, run_online, retime, "preq_mae",
+                                               lower_is_better=True)
             river_all += [{"dataset": dname, "contestant": k, "river_best": k == best_label, **v}
                           for k, v in river_res.items()]
 
@@ -428,36 +390,22 @@ def main(argv=None):
             "geomean_speed_vs_river": float(np.exp(np.mean(np.log(speeds)))),
         })
 
-    name = args.name or ("defaults_regression_quick" if args.quick else "defaults_regression")
-    intro = __doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
-    notes = (
-        f"{intro}\n\nSee the docstring of `benchmarks/bench_defaults_regression.py` for the full method.  "
-        f"Train = first {int(TRAIN_FRACTION * 100)}% (one prequential pass), held-out = last "
-        f"{100 - int(TRAIN_FRACTION * 100)}%.  MAE in the target's own units (targets not scaled for the "
-        "online learners).  examples/s: wall time (`perf_counter`) of the prequential pass on a shared "
-        "2-core machine (noisy).  `river best`: the river regressor (LinearRegression, KNNRegressor, "
-        "HoeffdingAdaptiveTreeRegressor, ARFRegressor; defaults) with the lowest prequential MAE on each data "
-        "set (picked with hindsight); `mean_preq_mae`: running-mean baseline (not in river best).  KRR: "
-        f"RBF `KernelRidge` tuned by {KRR_CV}-fold `GridSearchCV` (alpha x gamma*d grid), X and y standardised "
-        f"on the train part (its last {KRR_CAP} rows at most)."
-        f"{' Rows capped at ' + str(cap) + '.' if cap else ''}  Total run time {total_s:.0f} s.\n\n"
-        "## Summary per candidate\n\n"
-        "`wins_preq_le_river_best`: data sets where the candidate's prequential MAE <= river best's. "
-        "`*_preq_mae_vs_river`: candidate prequential MAE / river best's (<= 1 is a win); "
-        "`*_heldout_vs_krr`: held-out MAE / tuned KRR's held-out MAE; `geomean_speed_vs_river`: "
-        "examples/s / river best's examples/s, geometric mean.\n\n"
-        + markdown_table(summary)
-        + "\n## References per data set\n\n" + markdown_table(refs)
-        + "\n## Per data set and candidate\n"
-    )
     columns = ["dataset", "candidate", "preq_mae", "heldout_mae", "ex_per_s", "river_best", "river_preq_mae",
                "river_ex_per_s", "krr_heldout_mae", "preq_mae_vs_river", "heldout_vs_krr", "speed_vs_river",
                "preq_mae_vs_mean"]
-    write_report(name, rows, columns=columns, title="Default regressor vs river's regressors",
-                 notes=notes, extra={"summary": summary, "references": refs, "river_all": river_all,
-                                      "candidates": list(candidates), "extra_specs": args.extra,
-                                      "cap": cap, "total_seconds": total_s, "warmup_seconds": compile_s})
-
+    write_defaults_report(
+        __doc__, "bench_defaults_regression.py", args, "defaults_regression", cap, total_s, compile_s, candidates,
+        method="MAE in the target's own units (targets not scaled for the online learners).  `river best`: the "
+               "river regressor (LinearRegression, KNNRegressor, HoeffdingAdaptiveTreeRegressor, ARFRegressor; "
+               "defaults) with the lowest prequential MAE on each data set (picked with hindsight); "
+               "`mean_preq_mae`: running-mean baseline (not in river best).  KRR: RBF `KernelRidge` tuned by "
+               f"{KRR_CV}-fold `GridSearchCV` (alpha x gamma*d grid), X and y standardised on the train part "
+               f"(its last {KRR_CAP} rows at most).",
+        summary_doc="`wins_preq_le_river_best`: data sets where the candidate's prequential MAE <= river best's. "
+                    "`*_preq_mae_vs_river`: candidate prequential MAE / river best's (<= 1 is a win); "
+                    "`*_heldout_vs_krr`: held-out MAE / tuned KRR's held-out MAE; `geomean_speed_vs_river`: "
+                    "examples/s / river best's examples/s, geometric mean.",
+        tables=(summary, refs, rows, river_all), columns=columns, title="Default regressor vs river's regressors")
 
 if __name__ == "__main__":
     main()
