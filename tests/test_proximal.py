@@ -732,3 +732,38 @@ def test_one_regression_step_never_moves_the_prediction_past_its_target():
         model.learn_one(xs[2], before + 1.0)
         after = model.predict_one(xs[2])
         assert before - 1e-9 <= after <= before + 1.0 + 1e-6, (d, before, after)
+
+
+def _prequential_mae(model, data):
+    err = 0.0
+    for x, y in data:
+        err += abs(model.predict_one(x) - y)
+        model.learn_one(x, y)
+    return err / len(data)
+
+
+def test_default_regressor_floor_on_trump_approval():
+    """One prequential pass with the defaults: measured MAE 0.444 (0.694 with the former
+    defaults: the averaged model, lam=1e-2, eta0=0.1; river's best default regressor, kNN,
+    0.64 on this stream)."""
+    from river import datasets, preprocessing
+
+    from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
+
+    data = list(datasets.TrumpApproval())
+    assert _prequential_mae(preprocessing.StandardScaler() | RiverRegressor(), data) < 0.55
+
+
+def test_default_regressor_follows_a_drifting_target():
+    """Coefficients redrawn at row 1000: measured MAE 0.215 (0.757 with the averaged model of
+    the former defaults; 0.862 for the overall mean)."""
+    from river import preprocessing
+
+    from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 10))
+    w1, w2 = (rng.normal(size=10) * (np.arange(10) < 5) for _ in range(2))
+    y = np.where(np.arange(2000) < 1000, X @ w1, X @ w2) + 0.1 * rng.normal(size=2000)
+    data = [({f"x{j}": v for j, v in enumerate(r)}, float(t)) for r, t in zip(X, y)]
+    assert _prequential_mae(preprocessing.StandardScaler() | RiverRegressor(), data) < 0.35
