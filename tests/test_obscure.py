@@ -67,7 +67,7 @@ def run_both(eng, ref, X, y, switch_at):
             ref.switch_to_stage2()
             assert eng.hyper[co.H_R] == pytest.approx(ref.R, rel=1e-9)
             assert eng.hyper[co.H_LAM] == ref.lam
-        lo, yh, up = eng.learn(np.ascontiguousarray(X[i]), int(y[i]))
+        lo, yh, up, _ = eng.learn(np.ascontiguousarray(X[i]), int(y[i]))
         rlo, ryh, rup = ref.step(X[i], int(y[i]))
         assert (yh, up) == (ryh, rup), f"step {i}: engine {(lo, yh, up)} reference {(rlo, ryh, rup)}"
         assert lo == pytest.approx(rlo, rel=1e-9, abs=1e-9), f"step {i}"

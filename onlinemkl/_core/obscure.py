@@ -167,7 +167,7 @@ def hinge_step_direction(scores, y, n_out, binary):
 
 
 @njit
-def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
+def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     """Steps (or predictions) on the rows ``X[order]`` with labels ``Yi``: the one compiled entry point.
 
     Learning one example, predicting one and ``fit``'s passes all come through here, so a new
@@ -175,8 +175,9 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
     plus :data:`FROM_MATRIX`: the batch ``fit`` path, where the kernel row of example ``i``
     against the buffer is gathered from the precomputed matrices ``Kt[j, i, s]`` (``sv_index[s]``
     is the training index of stored row ``s``, kept up to date here) instead of being
-    recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  Returns ``(n_updates, loss,
-    yhat, updated)``, the last three of the last example.  The caller guarantees capacity for
+    recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  ``merge`` (int64 ``[slot,
+    stamp]``, or ``[-1, -1]``): where the last example is already stored, see :func:`obscure_step`.
+    Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.  The caller guarantees capacity for
     ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: the fields of
     :class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec` and
     :class:`ObscureState`, as those records or as plain tuples in the same order.
@@ -208,16 +209,18 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode):
                         kv[j, r] = Kt[j, i, sv_index[i0 + r]]
                 add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g)
             step_mode = SCORES_GIVEN
-        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode)
+        last = t == order.shape[0] - 1
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode,
+                                                 merge[0] if last else -1, merge[1] if last else -1)
         if updated:
             n_updates += 1
             if gather:
                 sv_index[slot] = i
-    return n_updates, loss, yhat, updated
+    return n_updates, loss, yhat, updated, slot
 
 
 @njit_inline
-def obscure_step(x, y, buf, spec, st, mode):
+def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``mode`` says where the raw
@@ -227,9 +230,14 @@ def obscure_step(x, y, buf, spec, st, mode):
     :data:`PREDICT`, the fused pass and no update: ``scores`` are filled, nothing else changes
     (called through :func:`obscure_run`, the one compiled entry point).
 
+    ``merge_slot``, ``merge_stamp``: where ``x`` is stored already (a replayed example; -1 if
+    nowhere).  If that row still holds it (same time stamp) with the class pair of this update,
+    the update adds to its coefficient instead of storing ``x`` again: the same ``theta`` in
+    one row fewer.  The check makes any value safe: a stale or wrong hint only stores a row.
+
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
-    ``slot`` the buffer row the example was stored in (-1: not stored).
+    ``slot`` the buffer row the example was stored in or added to (-1: no update).
     The caller guarantees capacity for one more stored example.
     """
     S, ssq, sdiag, ypos, yneg, coef, tstamp = buf
@@ -306,7 +314,13 @@ def obscure_step(x, y, buf, spec, st, mode):
         r = sign * step / sc  # raw coefficient: theta <- theta - step * z
         budget = int(hyper[H_BUDGET])
         slot = n
-        if budget > 0 and n >= budget:
+        # A replayed example already stored at merge_slot with the same class pair: the update is
+        # that row's coefficient plus r (the same theta, without a second copy of the row).
+        merged = (merge_slot >= 0 and merge_slot < n and tstamp[merge_slot] == merge_stamp
+                  and ypos[merge_slot] == cpos and yneg[merge_slot] == cneg)
+        if merged:
+            slot = merge_slot
+        elif budget > 0 and n >= budget:
             wsq = np.empty(F)
             for j in range(F):
                 wsq[j] = (a[j] * sc) ** 2
@@ -324,7 +338,11 @@ def obscure_step(x, y, buf, spec, st, mode):
         cvec = np.empty(coef.shape[1])
         cvec[:] = r
         update_norms_add(theta_sq, g, cpos, cneg, cvec, xdiag, params)
-        store(slot, query, cpos, cneg, cvec, istate[I_CLOCK], buf)
+        if merged:
+            for k in range(coef.shape[1]):
+                coef[slot, k] += r
+        else:
+            store(slot, query, cpos, cneg, cvec, istate[I_CLOCK], buf)
 
     if hyper[H_STAGE] == 2.0:
         # Projection onto ||theta||_{2,q} <= q R (keeps ||w||_{2,p} <= R).

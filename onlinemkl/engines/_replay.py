@@ -71,17 +71,21 @@ class ReplayMemory:
 
     ``counters`` holds ``[examples offered, generator state]`` (uint64).  ``steps = 0``
     keeps no rows (replay off) but still counts the examples.  Labels are class indices
-    (int64), or regression targets with ``float_labels``.
+    (int64), or regression targets with ``float_labels``.  ``where[j]`` is the learner's
+    ``[slot, time stamp]`` of the support row holding example ``j`` (``[-1, -1]``: none), a
+    hint the learner checks before it adds a replayed update to that row instead of storing
+    the example again (OBSCURE; see ``_core.obscure.obscure_step``).
     """
 
     #: The arrays of the state, as dotted paths from the owning engine.
-    STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters")
+    STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters", "replay.where")
 
     def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False):
         self.steps, self.window = int(steps), int(window)
         self.rows = np.zeros((0, 0))
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
         self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
+        self.where = np.zeros((0, 2), dtype=np.int64)
 
     @property
     def seen(self) -> int:
@@ -103,8 +107,9 @@ class ReplayMemory:
         self.counters[1] = state
         return value % n
 
-    def add(self, x: np.ndarray, y: int) -> None:
-        """Offer one example (reservoir sampling: every example so far is held with equal chance)."""
+    def add(self, x: np.ndarray, y, where=(-1, -1)) -> None:
+        """Offer one example (reservoir sampling: every example so far is held with equal chance);
+        ``where``: the support row holding it, as :attr:`where` keeps it."""
         seen = self.seen
         self.counters[0] = seen + 1
         if self.steps <= 0:
@@ -112,7 +117,7 @@ class ReplayMemory:
         d = x.shape[0]
         cap = self.capacity(max(d, self.rows.shape[1]))
         if self.labels.shape[0] > cap:  # rows got wider: keep the first cap (still a uniform sample)
-            self.rows, self.labels = self.rows[:cap].copy(), self.labels[:cap].copy()
+            self.rows, self.labels, self.where = self.rows[:cap].copy(), self.labels[:cap].copy(), self.where[:cap].copy()
         if self.rows.shape[1] < d:  # new features: widen, the old rows read 0 there
             wider = np.zeros((self.rows.shape[0], d))
             wider[:, :self.rows.shape[1]] = self.rows
@@ -125,26 +130,29 @@ class ReplayMemory:
                 self.rows = grown
             slot = held
             self.labels = np.append(self.labels, self.labels.dtype.type(y))
+            self.where = np.append(self.where, np.asarray(where, dtype=np.int64).reshape(1, 2), axis=0)
         else:
             slot = self._draw(seen + 1)
             if slot >= held:
                 return
             self.labels[slot] = y
+            self.where[slot] = where
         self.rows[slot, :d] = x
         self.rows[slot, d:] = 0.0
 
-    def sample(self, n_features: int) -> tuple[np.ndarray, int | float]:
-        """A held example drawn uniformly: ``(row of n_features values, label)``."""
+    def sample(self, n_features: int) -> tuple[np.ndarray, int | float, int]:
+        """A held example drawn uniformly: ``(row of n_features values, label, its index j)``."""
         j = self._draw(self.size)
         row = self.rows[j]
         if row.shape[0] < n_features:
             row = np.concatenate([row, np.zeros(n_features - row.shape[0])])
-        return row[:n_features], self.labels[j].item()
+        return row[:n_features], self.labels[j].item(), j
 
     def check(self, need, n_features: int, label_ok) -> None:
         """``need`` every rule a consistent memory keeps (for a restored state)."""
-        need(self.rows.ndim == 2 and self.labels.ndim == 1 and self.counters.shape == (2,),
-             "replay arrays have the wrong number of dimensions or counters")
+        need(self.rows.ndim == 2 and self.labels.ndim == 1 and self.counters.shape == (2,)
+             and self.where.shape == (self.labels.shape[0], 2),
+             "replay arrays have the wrong number of dimensions, counters or row hints")
         held = self.labels.shape[0]
         need(held <= self.rows.shape[0] and held <= max(self.window, 0) and held <= self.seen,
              f"replay holds {held} labels for {self.rows.shape[0]} rows, window {self.window}, "

@@ -53,6 +53,8 @@ def default_eta(n_kernels: int, q: float) -> float:
 _ONE = np.zeros(1, dtype=np.int64)
 _NO_KT = np.zeros((0, 0, 0))
 _NO_SV = np.zeros(0, dtype=np.int64)
+#: ``merge`` of a step whose example is stored nowhere yet (see ``_core.obscure.obscure_step``).
+NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
 def check_params(kernels, p, lam, C, eta, switch_after, budget, eviction):
@@ -152,8 +154,11 @@ class ObscureEngine(BufferEngine):
 
     # -- per example ------------------------------------------------------------------
 
-    def learn(self, x: np.ndarray, y: int):
-        """One step; ``x`` float64 contiguous of length ``n_features``; ``y`` output index or +-1."""
+    def learn(self, x: np.ndarray, y: int, merge: np.ndarray = NO_MERGE):
+        """One step; ``x`` float64 contiguous of length ``n_features``; ``y`` output index or +-1.
+
+        ``merge``: ``[slot, time stamp]`` of the row already holding ``x`` (replay), else
+        ``[-1, -1]``.  Returns ``(loss, yhat, updated, slot)``."""
         n = self.n_support
         self.buf.ensure_rows(n + 1)
         b = self.buf
@@ -172,20 +177,20 @@ class ObscureEngine(BufferEngine):
                 _ck.kernel_row_parallel(q, rows, n, spec, self.krow)
                 _cs.accumulate_scores(self.krow, n, b.coef, b.ypos, b.yneg, self.g)
                 mode = _co.SCORES_GIVEN
-        return self._step(x, y, mode)
+        return self._step(x, y, mode, merge)
 
-    def _run(self, order, X, Yi, Kt, sv_index, mode):
+    def _run(self, order, X, Yi, Kt, sv_index, mode, merge=NO_MERGE):
         """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
         b = self.buf
         # plain tuples in the records' field order: the cheapest arguments to dispatch
         buf = (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
         st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
-        return _co.obscure_run(order, X, Yi, Kt, sv_index, buf, self.ck.arrays(), st, mode)
+        return _co.obscure_run(order, X, Yi, Kt, sv_index, buf, self.ck.arrays(), st, mode, merge)
 
-    def _step(self, x, y, mode):
-        """One example through :meth:`_run`; returns ``(loss, yhat, updated)``."""
+    def _step(self, x, y, mode, merge=NO_MERGE):
+        """One example through :meth:`_run`; returns ``(loss, yhat, updated, slot)``."""
         self._y1[0] = y
-        return self._run(_ONE, x[None, :], self._y1, _NO_KT, _NO_SV, mode)[1:]
+        return self._run(_ONE, x[None, :], self._y1, _NO_KT, _NO_SV, mode, merge)[1:]
 
     def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
         """A function running steps on training indices with precomputed kernel matrices.
@@ -405,9 +410,12 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     mem = engine.replay
     if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0 and mem.size and engine.buf.has_room(engine.n_support):
         for _ in range(mem.steps):
-            row, label = mem.sample(engine.n_features)
-            engine.learn(row, label)
-    mem.add(x, yi)
+            row, label, j = mem.sample(engine.n_features)
+            _, _, updated, slot = engine.learn(row, label, mem.where[j])
+            if updated:  # stored anew, or added to its row: the row to add to next time
+                mem.where[j] = (slot, engine.buf.tstamp[slot])
+    slot = out[3]
+    mem.add(x, yi, (slot, engine.buf.tstamp[slot]) if slot >= 0 else (-1, -1))
     if engine.stage != 1 or switch_after is None:
         return out
     if switch_after == "auto":

@@ -354,7 +354,7 @@ class ProximalEngine(GroupNormEngine):
         mem = self.replay
         if mem.steps > 0 and mem.size and out[0] > 0.0 and self.buf.has_room(self.n_support):
             for _ in range(mem.steps):
-                row, y = mem.sample(self.n_features)
+                row, y, _ = mem.sample(self.n_features)
                 if self.regression:
                     mean, std = self.target_scale()
                     self._step(row, 0, (y - mean) / std)
