@@ -387,15 +387,48 @@ def race(makers, train, test, run, retime_best, metric, lower_is_better=False):
     return best, res[best], res
 
 
+def start(learners):
+    """``(start time, warm-up seconds)``: the learners compiled (or loaded) before any clock runs."""
+    import onlinemkl
+
+    t_start = time.perf_counter()
+    compile_s = onlinemkl.warmup(learners, progress=False)
+    print(f"warm-up (compile or cache load): {compile_s}", flush=True)
+    return t_start, compile_s
+
+
+def run_candidates(candidates, train, test, run, metric, fmt):
+    """Each candidate's warmed, best-of-``REPEAT`` pass, printed: yields ``(label, result)``."""
+    for label, make in candidates.items():
+        warm(make, train)
+        r = run(make, train, test, REPEAT)
+        held = metric.replace("preq", "heldout")
+        print(f"  {label:28s} preq={r[metric]:{fmt}} held={r[held]:{fmt}} {r['ex_per_s']:.0f} ex/s", flush=True)
+        yield label, r
+
+
+def summarise(rows, candidates, columns):
+    """One summary row per candidate: ``columns`` maps a column name to ``f(that candidate's rows)``;
+    the data set count and the geometric mean of the speed ratios come with every row."""
+    out = []
+    for label in candidates:
+        rs = [r for r in rows if r["candidate"] == label]
+        speeds = [r["speed_vs_river"] for r in rs]
+        out.append({"candidate": label, "datasets": len(rs), **{k: f(rs) for k, f in columns.items()},
+                    "geomean_speed_vs_river": float(np.exp(np.mean(np.log(speeds))))})
+    return out
+
+
+def _worst(rs, key, pick):
+    r = pick(rs, key=lambda r: r[key])
+    return f"{r[key]:+.3f} ({r['dataset']})" if key == "preq_vs_river" else f"{r[key]:.3f} ({r['dataset']})"
+
+
 def main(argv=None):
     args = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "classifier", "defaults").parse_args(argv)
     candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
 
-    import onlinemkl
-
-    t_start = time.perf_counter()
-    compile_s = onlinemkl.warmup(["obscure", "proximal"], progress=False)
-    print(f"warm-up (compile or cache load): {compile_s}", flush=True)
+    t_start, compile_s = start(["obscure", "proximal"])
 
     rows, refs, river_all = [], [], []
     with single_thread_blas():
@@ -421,11 +454,7 @@ def main(argv=None):
                          "river_heldout": best["heldout_acc"], "river_ex_per_s": best["ex_per_s"],
                          "svc_rbf_heldout": svc["svc_rbf_heldout"], "svc_meank_heldout": svc["svc_meank_heldout"]})
 
-            for label, make in candidates.items():
-                warm(make, train)
-                r = run_online(make, train, test, REPEAT)
-                print(f"  {label:28s} preq={r['preq_acc']:.4f} held={r['heldout_acc']:.4f} "
-                      f"{r['ex_per_s']:.0f} ex/s", flush=True)
+            for label, r in run_candidates(candidates, train, test, run_online, "preq_acc", ".4f"):
                 rows.append({
                     "dataset": dname, "candidate": label, "preq_acc": r["preq_acc"], "heldout_acc": r["heldout_acc"],
                     "ex_per_s": r["ex_per_s"], "river_best": best_label, "river_preq": best["preq_acc"],
@@ -438,23 +467,14 @@ def main(argv=None):
                 })
     total_s = time.perf_counter() - t_start
 
-    summary = []
-    for label in candidates:
-        rs = [r for r in rows if r["candidate"] == label]
-        ratios = [r["heldout_vs_svc"] for r in rs]
-        worst = min(rs, key=lambda r: r["heldout_vs_svc"])
-        worst_preq = min(rs, key=lambda r: r["preq_vs_river"])
-        speeds = [r["speed_vs_river"] for r in rs]
-        summary.append({
-            "candidate": label, "datasets": len(rs),
-            "preq_ge_river_best": sum(r["preq_vs_river"] >= 0 for r in rs),
-            "mean_preq_vs_river": float(np.mean([r["preq_vs_river"] for r in rs])),
-            "worst_preq_vs_river": f"{worst_preq['preq_vs_river']:+.3f} ({worst_preq['dataset']})",
-            "mean_heldout_vs_svc": float(np.mean(ratios)),
-            "worst_heldout_vs_svc": f"{worst['heldout_vs_svc']:.3f} ({worst['dataset']})",
-            "mean_speed_vs_river": float(np.mean(speeds)),
-            "geomean_speed_vs_river": float(np.exp(np.mean(np.log(speeds)))),
-        })
+    summary = summarise(rows, candidates, {
+        "preq_ge_river_best": lambda rs: sum(r["preq_vs_river"] >= 0 for r in rs),
+        "mean_preq_vs_river": lambda rs: float(np.mean([r["preq_vs_river"] for r in rs])),
+        "worst_preq_vs_river": lambda rs: _worst(rs, "preq_vs_river", min),
+        "mean_heldout_vs_svc": lambda rs: float(np.mean([r["heldout_vs_svc"] for r in rs])),
+        "worst_heldout_vs_svc": lambda rs: _worst(rs, "heldout_vs_svc", min),
+        "mean_speed_vs_river": lambda rs: float(np.mean([r["speed_vs_river"] for r in rs])),
+    })
 
     columns = ["dataset", "candidate", "preq_acc", "heldout_acc", "ex_per_s", "river_best", "river_preq",
                "river_ex_per_s", "svc_rbf_heldout", "svc_meank_heldout", "preq_vs_river", "speed_vs_river",

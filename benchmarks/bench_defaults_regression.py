@@ -96,14 +96,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import single_thread_blas  # noqa: E402
 from bench_defaults import (  # noqa: E402
-    WARM_EXAMPLES,
     _from_arrays,
     _river_dataset,
     _scaled,
+    _worst,
     race,
+    run_candidates,
     selection,
     selection_parser,
     split,
+    start,
+    summarise,
     write_defaults_report,
 )
 from bench_peers import has_predict_many  # noqa: E402
@@ -281,14 +284,6 @@ def run_online(make, train, test, repeat=1):
     return retime(make, train, out, repeat, wall, cpu)
 
 
-def warm(make, train):
-    m = make()
-    for x, y in train[:WARM_EXAMPLES]:
-        m.predict_one(x)
-        m.learn_one(x, y)
-    m.predict_one(train[0][0])
-
-
 def run_krr(train, test):
     """Held-out MAE of an RBF KernelRidge tuned by GridSearchCV on the (capped) train part."""
     from sklearn.kernel_ridge import KernelRidge
@@ -321,11 +316,7 @@ def main(argv=None):
     args = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "regressor", "defaults_regression").parse_args(argv)
     candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
 
-    import onlinemkl
-
-    t_start = time.perf_counter()
-    compile_s = onlinemkl.warmup(["proximal-regressor"], progress=False)
-    print(f"warm-up (compile or cache load): {compile_s}", flush=True)
+    t_start, compile_s = start(["proximal-regressor"])
 
     rows, refs, river_all = [], [], []
     with single_thread_blas():
@@ -356,11 +347,7 @@ def main(argv=None):
                          "krr_alpha": krr["krr_alpha"], "krr_gamma_x_d": krr["krr_gamma_x_d"],
                          "krr_train_rows": krr["krr_train_rows"]})
 
-            for label, make in candidates.items():
-                warm(make, train)
-                r = run_online(make, train, test, REPEAT)
-                print(f"  {label:28s} preq={r['preq_mae']:.4g} held={r['heldout_mae']:.4g} "
-                      f"{r['ex_per_s']:.0f} ex/s", flush=True)
+            for label, r in run_candidates(candidates, train, test, run_online, "preq_mae", ".4g"):
                 rows.append({
                     "dataset": dname, "candidate": label, "preq_mae": r["preq_mae"],
                     "heldout_mae": r["heldout_mae"], "ex_per_s": r["ex_per_s"], "river_best": best_label,
@@ -374,21 +361,13 @@ def main(argv=None):
                 })
     total_s = time.perf_counter() - t_start
 
-    summary = []
-    for label in candidates:
-        rs = [r for r in rows if r["candidate"] == label]
-        worst_preq = max(rs, key=lambda r: r["preq_mae_vs_river"])
-        worst_krr = max(rs, key=lambda r: r["heldout_vs_krr"])
-        speeds = [r["speed_vs_river"] for r in rs]
-        summary.append({
-            "candidate": label, "datasets": len(rs),
-            "wins_preq_le_river_best": sum(r["preq_mae_vs_river"] <= 1.0 for r in rs),
-            "mean_preq_mae_vs_river": float(np.mean([r["preq_mae_vs_river"] for r in rs])),
-            "worst_preq_mae_vs_river": f"{worst_preq['preq_mae_vs_river']:.3f} ({worst_preq['dataset']})",
-            "mean_heldout_vs_krr": float(np.mean([r["heldout_vs_krr"] for r in rs])),
-            "worst_heldout_vs_krr": f"{worst_krr['heldout_vs_krr']:.3f} ({worst_krr['dataset']})",
-            "geomean_speed_vs_river": float(np.exp(np.mean(np.log(speeds)))),
-        })
+    summary = summarise(rows, candidates, {
+        "wins_preq_le_river_best": lambda rs: sum(r["preq_mae_vs_river"] <= 1.0 for r in rs),
+        "mean_preq_mae_vs_river": lambda rs: float(np.mean([r["preq_mae_vs_river"] for r in rs])),
+        "worst_preq_mae_vs_river": lambda rs: _worst(rs, "preq_mae_vs_river", max),
+        "mean_heldout_vs_krr": lambda rs: float(np.mean([r["heldout_vs_krr"] for r in rs])),
+        "worst_heldout_vs_krr": lambda rs: _worst(rs, "heldout_vs_krr", max),
+    })
 
     columns = ["dataset", "candidate", "preq_mae", "heldout_mae", "ex_per_s", "river_best", "river_preq_mae",
                "river_ex_per_s", "krr_heldout_mae", "preq_mae_vs_river", "heldout_vs_krr", "speed_vs_river",
