@@ -145,7 +145,7 @@ def test_compiled_step_matches_reference(est, n_classes, n):
     n_zeroed = 0
     for i in range(n):
         yc, yv = (0, float(y[i])) if regression else (int(y[i]), 0.0)
-        loss, _, updated = eng._step(X[i], yc, yv)
+        loss, _, updated, _ = eng._step(X[i], yc, yv)
         loss_ref, updated_ref = ref.learn(X[i], yc, yv)
         assert updated == updated_ref, f"step {i}"
         assert _close(loss, loss_ref), f"step {i}: loss {loss} != {loss_ref}"

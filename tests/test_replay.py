@@ -276,3 +276,27 @@ def test_replayed_updates_add_to_the_stored_row_and_change_nothing_else():
         np.testing.assert_allclose([pa[k] for k in pa], [pb[k] for k in pa], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(a._engine.theta_sq, b._engine.theta_sq, rtol=1e-9)
     np.testing.assert_allclose(a._engine.recompute_theta_sq(), a._engine.theta_sq, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("average", [False, True])
+def test_proximal_replayed_updates_add_to_the_stored_row(average):
+    """The proximal classifier's replayed hinge updates with an unchanged class vector go to the
+    row holding the example: the same scores (the averaged model's too) in fewer rows, and the
+    incremental group norms equal their recomputation."""
+    from onlinemkl.engines.proximal import ProximalEngine
+    from onlinemkl.river import ProximalMKLClassifier
+
+    data = list(datasets.ImageSegments())[:400]
+    merged = preprocessing.StandardScaler() | ProximalMKLClassifier(average=average)
+    plain = preprocessing.StandardScaler() | ProximalMKLClassifier(average=average)
+    e = plain["ProximalMKLClassifier"]._engine
+    e._step = lambda x, y_cls, y_val, merge=None: ProximalEngine._step(e, x, y_cls, y_val)  # no hint
+    for x, y in data:
+        merged.learn_one(x, y)
+        plain.learn_one(x, y)
+    a, b = merged["ProximalMKLClassifier"], plain["ProximalMKLClassifier"]
+    assert a._engine.n_support < 0.9 * b._engine.n_support, (a._engine.n_support, b._engine.n_support)
+    for x, _ in data[:100]:
+        pa, pb = a.predict_proba_one(x), b.predict_proba_one(x)
+        np.testing.assert_allclose([pa[k] for k in pa], [pb[k] for k in pa], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(a._engine.recompute_theta_sq(), a._engine.theta_sq, rtol=1e-8, atol=1e-12)

@@ -278,14 +278,17 @@ def combine_scores(g, sigma, n_out, scores):
 
 
 @njit
-def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x):
+def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge):
     """Store the query ``q`` with class vector ``u`` in ``slot``: ``theta_k += eta * sum_c u_c phi_k(x, c)``.
 
     Group norms follow eq. (17): ``||theta_k + r_k v||^2 = ||theta_k||^2 + 2 r_k theta_k.v
     + r_k^2 ||u||^2 K_k(x, x)`` in raw units (``r_k = eta / sigma_k``), with
     ``theta_k.v = sum_c u_c g_x[k, c]`` from the raw scores of ``x``.  ``u`` has one entry per
     output in use; ``stamp`` is the row's time stamp.  Writes row ``slot`` of ``buf``
-    (:class:`ProxRows`) and ``st.theta_sq`` (:class:`GroupState`).
+    (:class:`ProxRows`) and ``st.theta_sq`` (:class:`GroupState`).  ``merge``: row ``slot``
+    already holds ``x`` with class vector ``u`` (a replayed example, see :func:`fobos_learn`):
+    its coefficients grow by ``r_k`` instead, after its share of the averaged model so far is
+    folded in (as :func:`fold_implicit_group` does), so the averaged model stays exact.
     """
     x, xsq, xdiag = q
     coef, beta = buf.coef, buf.beta
@@ -296,12 +299,13 @@ def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x):
     usq = 0.0
     for c in range(n_out):
         usq += u[c] * u[c]
-    put_row(buf.S, slot, x)
-    put_row(buf.ssq, slot, xsq)
-    put_row(buf.sdiag, slot, xdiag)
-    buf.tstamp[slot] = stamp
-    for c in range(beta.shape[1]):
-        beta[slot, c] = u[c] if c < n_out else 0.0
+    if not merge:
+        put_row(buf.S, slot, x)
+        put_row(buf.ssq, slot, xsq)
+        put_row(buf.sdiag, slot, xdiag)
+        buf.tstamp[slot] = stamp
+        for c in range(beta.shape[1]):
+            beta[slot, c] = u[c] if c < n_out else 0.0
     for k in range(F):
         r = eta / sigma[k]
         tu = 0.0
@@ -309,9 +313,24 @@ def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x):
             tu += u[c] * g_x[k, c]
         v = theta_sq[k] + 2.0 * r * tu + r * r * usq * effective_diag(xdiag[k], params[k, 3])
         theta_sq[k] = v if v > 0.0 else 0.0
-        coef[slot, k] = r
-        avg_acc[slot, k] = 0.0
+        if merge:
+            avg_acc[slot, k] += coef[slot, k] * (sigma_cum[k] - avg_base[slot, k])
+            coef[slot, k] += r
+        else:
+            coef[slot, k] = r
+            avg_acc[slot, k] = 0.0
         avg_base[slot, k] = sigma_cum[k]
+
+
+@njit
+def holds(slot, stamp, u, n, tstamp, beta):
+    """True if stored row ``slot`` (of ``n``) still has time stamp ``stamp`` and class vector ``u``."""
+    if slot < 0 or slot >= n or tstamp[slot] != stamp:
+        return False
+    for c in range(beta.shape[1]):
+        if beta[slot, c] != (u[c] if c < u.shape[0] else 0.0):
+            return False
+    return True
 
 
 @njit
@@ -368,8 +387,13 @@ def apply_explicit_factor(k, factor, Wk, theta_sq, sigma):
 
 
 @njit
-def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch):
-    """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated)``.
+def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
+    """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated, slot)``.
+
+    ``merge`` (int64 ``[slot, stamp]``, or ``[-1, -1]``): where ``x`` is stored already (a
+    replayed example).  If that row still holds it with this update's class vector ``u`` (the
+    multiclass hinge's ``e_y - e_yhat``; never for a regression residual), the update is added
+    to it instead of storing ``x`` again.  ``slot``: the row stored or added to (-1: no update).
 
     ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
     regression target.  The model is ``buf`` (:class:`ProxRows`), ``spec``
@@ -423,11 +447,15 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch):
         u[c] = -dl[c]
         usq += u[c] * u[c]
     updated = usq > 0.0 and eta > 0.0
+    slot = -1
     if updated:
         istate[I_UPDATES] += 1
         budget = int(hyper[H_BUDGET])
         slot = n
-        if budget > 0 and n >= budget:
+        merged = holds(merge[0], merge[1], u, n, tstamp, beta)
+        if merged:
+            slot = merge[0]
+        elif budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, n_out, sdiag, params, sigma)
             # the kernel passes the eviction needs, then its arithmetic (evict_and_merge)
             ge = np.empty((F, n_out))
@@ -446,7 +474,7 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch):
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1
-        implicit_insert(slot, q, u, eta, t, buf, params, st, g)
+        implicit_insert(slot, q, u, eta, t, buf, params, st, g, merged)
         # explicit groups: W_e[:, c] += r_e u_c x_e (same norm update, K = ||x_e||^2)
         for e in range(E):
             k = F + e
@@ -485,7 +513,7 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch):
         apply_explicit_factor(F + e, factors[F + e], W[e].reshape(-1), theta_sq, sigma)
         # averaged model of the explicit groups: a running sum of sigma * W.
         W_avg[e] += sigma[F + e] * W[e]
-    return loss, yhat, updated
+    return loss, yhat, updated, slot
 
 
 @njit

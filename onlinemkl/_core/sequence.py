@@ -297,7 +297,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
             istate[I_N] = n
         istate[I_CLOCK] += 1
         implicit_insert(slot, Query(xs[i], xsqs[i], xdiags[i]), u[i], eta, istate[I_CLOCK], buf, params, st,
-                        gpos[i])
+                        gpos[i], False)
         for j in range(i + 1, L):
             kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx, 0)
             add_row_to_scores(1.0, slot, kx, coef, beta, Y, gpos[j])

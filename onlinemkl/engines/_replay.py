@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ReplayMemory", "check_replay", "replay_seed", "DEFAULT_STEPS", "DEFAULT_WINDOW", "MAX_VALUES"]
+__all__ = ["ReplayMemory", "check_replay", "replay_seed", "NO_MERGE", "DEFAULT_STEPS", "DEFAULT_WINDOW", "MAX_VALUES"]
 
 #: Extra steps after a margin error (``replay='auto'`` without a budget) and rows kept
 #: (``replay_window=``).
@@ -32,6 +32,10 @@ DEFAULT_WINDOW = 1000
 MAX_VALUES = 1 << 20
 
 _MASK = (1 << 64) - 1
+
+#: The ``merge`` hint of a step whose example no support row holds (``[slot, time stamp]``;
+#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_learn``).
+NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
 def check_replay(replay, replay_window, budget=None) -> int:

@@ -22,7 +22,7 @@ from .._validation import check_choice, check_number
 from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import check_kernels
-from ._replay import ReplayMemory
+from ._replay import NO_MERGE, ReplayMemory
 
 _ck = lazy_module("kernels")
 _co = lazy_module("obscure")
@@ -53,8 +53,6 @@ def default_eta(n_kernels: int, q: float) -> float:
 _ONE = np.zeros(1, dtype=np.int64)
 _NO_KT = np.zeros((0, 0, 0))
 _NO_SV = np.zeros(0, dtype=np.int64)
-#: ``merge`` of a step whose example is stored nowhere yet (see ``_core.obscure.obscure_step``).
-NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
 def check_params(kernels, p, lam, C, eta, switch_after, budget, eviction):

@@ -25,7 +25,7 @@ from .._validation import check_choice, check_number
 from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear, check_kernels, default_regression_kernels
-from ._replay import ReplayMemory, check_replay, replay_seed
+from ._replay import NO_MERGE, ReplayMemory, check_replay, replay_seed
 
 _cf = lazy_module("fobos")
 _cl = lazy_module("losses")
@@ -349,27 +349,33 @@ class ProximalEngine(GroupNormEngine):
         while the buffer is below its budget (a full buffer would spend its rows on repeats).
 
         Replayed regression targets are standardised with the current running statistics
-        without updating them (a replay is not a new target)."""
+        without updating them (a replay is not a new target).  A replayed class update goes to
+        the row already holding the example when it can (the ``merge`` hint of
+        :func:`~onlinemkl._core.fobos.fobos_learn`)."""
         out = self.learn(x, label)
         mem = self.replay
         if mem.steps > 0 and mem.size and out[0] > 0.0 and self.buf.has_room(self.n_support):
             for _ in range(mem.steps):
-                row, y, _ = mem.sample(self.n_features)
+                row, y, j = mem.sample(self.n_features)
                 if self.regression:
                     mean, std = self.target_scale()
                     self._step(row, 0, (y - mean) / std)
-                else:
-                    self._step(row, int(y), 0.0)
-        mem.add(x, label)
+                    continue
+                _, _, updated, slot = self._step(row, int(y), 0.0, mem.where[j])
+                if updated:  # stored anew, or added to its row: the row to add to next time
+                    mem.where[j] = (slot, self.buf.tstamp[slot])
+        slot = out[3]
+        mem.add(x, label, (slot, self.buf.tstamp[slot]) if slot >= 0 else (-1, -1))
         return out
 
-    def _step(self, x, y_cls, y_val):
-        """The compiled step: class index ``y_cls`` or standardised target ``y_val``."""
+    def _step(self, x, y_cls, y_val, merge=NO_MERGE):
+        """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:
+        the ``[slot, stamp]`` of the row already holding ``x``, or ``[-1, -1]``."""
         n = self.istate[_cf.I_N]
         if n >= self.buf.S.shape[0]:  # the buffer is full: grow it (at the budget: no-op, the step evicts)
             self._ensure_rows(int(n) + 1)
         buf, spec, xg, st, scratch = self._records or self._build_records()
-        return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch)
+        return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge)
 
     def target_scale(self):
         """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
