@@ -206,8 +206,9 @@ def normalised_step(eta, x, xdiag, params, xgranges, xgptr):
     A squared-loss step moves the prediction at ``x`` by ``eta K(x, x)`` times the residual, so
     past ``eta K(x, x) = 2`` it overshoots and the iterates diverge.  An unnormalised linear
     kernel has ``K(x, x) ~ d`` on standardised inputs: the default regressor diverged from about
-    100 features.  Capping the step at ``1 / K(x, x)`` (normalised LMS) never lets one step move
-    the prediction past the target; for a few features it binds only in the first steps.
+    100 features.  Capping the step at ``1 / K(x, x)`` (normalised LMS) never lets one squared-loss
+    step move the prediction past the target (an epsilon-insensitive step moves it by at most one
+    standardised unit); for a few features it binds only in the first steps.
     """
     kxx = 0.0
     for j in range(xdiag.shape[0]):

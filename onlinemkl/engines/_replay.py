@@ -111,13 +111,14 @@ class ReplayMemory:
         self.counters[1] = state
         return value % n
 
-    def add(self, x: np.ndarray, y, where=(-1, -1)) -> None:
+    def add(self, x: np.ndarray, y, slot: int = -1, stamps=None) -> None:
         """Offer one example (reservoir sampling: every example so far is held with equal chance);
-        ``where``: the support row holding it, as :attr:`where` keeps it."""
+        ``slot``: the support row holding it (-1: none), ``stamps`` the buffer's time stamps."""
         seen = self.seen
         self.counters[0] = seen + 1
         if self.steps <= 0:
             return
+        where = (slot, stamps[slot]) if slot >= 0 else (-1, -1)
         d = x.shape[0]
         cap = self.capacity(max(d, self.rows.shape[1]))
         if self.labels.shape[0] > cap:  # rows got wider: keep the first cap (still a uniform sample)

@@ -412,8 +412,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
             _, _, updated, slot = engine.learn(row, label, mem.where[j])
             if updated:  # stored anew, or added to its row: the row to add to next time
                 mem.where[j] = (slot, engine.buf.tstamp[slot])
-    slot = out[3]
-    mem.add(x, yi, (slot, engine.buf.tstamp[slot]) if slot >= 0 else (-1, -1))
+    mem.add(x, yi, out[3], engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
         return out
     if switch_after == "auto":

@@ -364,8 +364,7 @@ class ProximalEngine(GroupNormEngine):
                 _, _, updated, slot = self._step(row, int(y), 0.0, mem.where[j])
                 if updated:  # stored anew, or added to its row: the row to add to next time
                     mem.where[j] = (slot, self.buf.tstamp[slot])
-        slot = out[3]
-        mem.add(x, label, (slot, self.buf.tstamp[slot]) if slot >= 0 else (-1, -1))
+        mem.add(x, label, out[3], self.buf.tstamp)
         return out
 
     def _step(self, x, y_cls, y_val, merge=NO_MERGE):
