@@ -19,6 +19,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._sync import ModelLock
 from ._validation import check_rows, check_target, float_array
 from .features import LabelMap
 
@@ -53,12 +54,14 @@ def check_targets(y, n_rows, owner="this regressor", name="y"):
     return np.ascontiguousarray(v)
 
 
-class EngineEstimator(BaseEstimator):
+class EngineEstimator(ModelLock, BaseEstimator):
     """Base of the array-API estimators: a fitted estimator holds ``_engine`` and ``n_features_in_``.
 
     Subclasses define ``_new_engine(...)`` (a fresh engine from the parameters,
     validating them) and may keep learnt state beside the engine's with
-    ``_face_state`` (what to save) and ``_face_attrs`` (what to restore).
+    ``_face_state`` (what to save) and ``_face_attrs`` (what to restore).  Fitting, prediction,
+    saving and the fitted attributes take the model's lock (:mod:`onlinemkl._sync`): one
+    estimator can be shared by several threads.
     """
 
     # -- input ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import numbers
 
 import numpy as np
 
+from .._sync import ModelLock
 from ..features import FeatureMap, LabelMap
 
 __all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
@@ -36,10 +37,12 @@ def check_regression_target(y) -> float:
     return float(y)
 
 
-class EngineAdapter:
+class EngineAdapter(ModelLock):
     """Mixin before river's estimator base: ``_engine``, ``_features`` and (classifiers) ``_labels``.
 
-    Subclasses call :meth:`_attach` at the end of ``__init__``.
+    Subclasses call :meth:`_attach` at the end of ``__init__``.  Learning, prediction, saving and
+    the fitted attributes take the model's lock (:mod:`onlinemkl._sync`): one model can be shared
+    by several threads.
     """
 
     def _attach(self, engine, features: FeatureMap, labels: LabelMap | None = None) -> None:
