@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_feature_value
+from ._validation import MAX_ABS_VALUE, check_feature_value, first_out_of_range
 
 __all__ = ["FeatureMap", "LabelMap", "name_key"]
 
@@ -72,19 +72,22 @@ class FeatureMap:
 
     @staticmethod
     def _items(x: dict) -> list:
-        """``[(name, float)]`` of a dict example, every value checked (finite, real).
+        """``[(name, float)]`` of a dict example, every value checked (real, finite, ``|v| <= 1e150``).
 
         Plain ``float``/``int`` values take a fast path: this runs on every
         example of a stream, where the generic ``numbers.Real`` check costs more
         than a small model's whole compiled step.
         """
         out = []
+        lim = MAX_ABS_VALUE
         for k, v in x.items():
             t = type(v)
             if t is float:
-                if v - v != 0.0:  # inf or nan
+                if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
                     check_feature_value(k, v)
             elif t is int:
+                if not -lim <= v <= lim:
+                    check_feature_value(k, v)
                 v = float(v)
             else:
                 v = check_feature_value(k, v)
@@ -163,8 +166,13 @@ class FeatureMap:
             except (TypeError, ValueError):
                 raise TypeError(f"feature {name!r} is not numeric; encode categorical features "
                                 "(e.g. river's preprocessing.OneHotEncoder) before the learner") from None
-            if not np.all(np.isfinite(v)):
-                raise ValueError(f"feature {name!r} has a NaN or infinite value; impute or drop it before the learner")
+            found = first_out_of_range(v)
+            if found is not None:
+                (r,), value, why = found
+                if not np.isfinite(value):
+                    raise ValueError(f"feature {name!r} has a NaN or infinite value; impute or drop it before the "
+                                     "learner")
+                raise ValueError(f"feature {name!r} = {value!r} (row {r}) {why}")
             M[:, c] = v
         return M
 
@@ -179,8 +187,23 @@ class FeatureMap:
         self.columns = {k: i for i, k in enumerate(names)}
 
 
+def _check_new_label(y) -> None:
+    """A label must equal itself: NaN does not, so each NaN would be found nowhere and become a new class."""
+    try:
+        nan = bool(y != y)
+    except Exception:  # a label whose comparison fails is compared by identity: it equals itself
+        nan = False
+    if nan:
+        raise ValueError(f"label {y!r} is NaN: a NaN never equals itself, so every NaN label would become a new "
+                         "class; drop the example or give it a real label")
+
+
 class LabelMap:
     """Labels (any hashable values) -> class indices.
+
+    Labels compare as Python values: ``True == 1 == 1.0`` are one label (the first one seen
+    names it), ``"1"`` and ``1`` are two.  NaN is rejected (``ValueError``): it equals nothing,
+    not even itself.
 
     Streams add labels in order of first appearance (:meth:`add`); the array
     API builds the map from the sorted ``classes_`` (:meth:`from_classes`) and
@@ -217,16 +240,20 @@ class LabelMap:
         return len(self.labels)
 
     def known(self, y) -> bool:
-        """Whether ``y`` has an index (``TypeError`` for an unhashable label)."""
+        """Whether ``y`` has an index (``TypeError`` for an unhashable label, ``ValueError`` for NaN)."""
         try:
-            return y in self.index
+            found = y in self.index
         except TypeError:
             raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+        if not found:
+            _check_new_label(y)
+        return found
 
     def add(self, y) -> int:
         """The index of ``y``, given the next one if it is new."""
         idx = self.index.get(y)
         if idx is None:
+            _check_new_label(y)
             idx = len(self.labels)
             self.labels.append(y)
             self.index[y] = idx

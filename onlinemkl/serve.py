@@ -57,6 +57,8 @@ import sys
 import threading
 import time
 
+from ._validation import MAX_ABS_VALUE, TOO_LARGE
+
 __all__ = ["ModelServer", "DEFAULTS"]
 
 #: Defaults of the server's limits (the command line shows them in ``--help``).
@@ -354,7 +356,8 @@ class ModelServer:
 
     @staticmethod
     def parse(line: bytes) -> dict:
-        """A validated request: ``x`` a dict of finite numbers, ``y`` a JSON scalar, ``proba`` a bool."""
+        """A validated request: ``x`` a dict of finite numbers of magnitude at most 1e150 (checked here,
+        before a scaler in front of the learner learns from them), ``y`` a JSON scalar, ``proba`` a bool."""
         try:
             req = json.loads(line)
         except UnicodeDecodeError:
@@ -370,8 +373,10 @@ class ModelServer:
         if not isinstance(x, dict):
             raise RequestError('"x" must be a JSON object mapping feature names to numbers')
         for k, v in x.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
                 raise RequestError(f"feature {k!r} = {v!r} is not a finite number")
+            if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:  # before the pipeline's running statistics see it
+                raise RequestError(f"feature {k!r} = {v!r} {TOO_LARGE}")
         if "y" in req and not _label_ok(req["y"]):
             raise RequestError(f'"y" = {req["y"]!r}: a label is a JSON string, number or boolean')
         if not isinstance(req.get("proba", False), bool):

@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._sync import ModelLock
-from ._validation import check_rows, check_target, float_array
+from ._validation import check_rows, check_target, first_out_of_range, float_array
 from .features import LabelMap
 
 __all__ = ["EngineEstimator", "EngineClassifier", "MiniBatchRegressor", "check_labels", "check_targets"]
@@ -48,8 +48,11 @@ def check_targets(y, n_rows, owner="this regressor", name="y"):
         v = v.ravel()
     if v.ndim != 1 or v.shape[0] != n_rows:
         raise ValueError(f"{name} must be 1-D with one target per row of X ({n_rows} rows); got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        i = int(np.argmax(~np.isfinite(v)))
+    found = first_out_of_range(v)
+    if found is not None:
+        (i,), value, why = found
+        if np.isfinite(value):
+            raise ValueError(f"{name}[{i}] = {value!r} {why}")
         raise ValueError(f"{name} contains NaN or infinite targets (first at position {i}); drop or impute them")
     return np.ascontiguousarray(v)
 

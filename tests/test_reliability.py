@@ -121,3 +121,132 @@ def test_the_lock_is_neither_a_parameter_nor_pickled():
     assert "_model_lock" not in est.get_params()
     again = pickle.loads(pickle.dumps(est))
     assert np.array_equal(again.predict(np.eye(4)), est.predict(np.eye(4)))
+
+
+# ----------------------------------------------------------------------------------------
+# 2. Extreme values
+
+
+def gauss_stream(n, seed=0, d=4):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        v = rng.normal(size=d)
+        yield {f"f{j}": float(v[j]) for j in range(d)}, "a" if v[0] + v[1] > 0 else "b"
+
+
+@pytest.mark.parametrize("big", [1e155, -1e200, pytest.param(10**400, id="int_10e400"), 2e150])
+def test_an_overflowing_value_is_rejected_by_the_adapter_and_the_stream_goes_on(big):
+    from onlinemkl.river import OBSCUREClassifier
+
+    from test_persist import assert_same_state
+
+    m = OBSCUREClassifier(budget=30)
+    for x, y in gauss_stream(50):
+        m.learn_one(x, y)
+    before = pickle.loads(pickle.dumps(m))
+    with pytest.raises(ValueError, match=r"feature 'f2' = .* too large.*1e150"):
+        m.learn_one({"f0": 0.1, "f2": big, "new": 1.0}, "c")
+    assert_same_state(m, before)  # no column, no label, no stored example
+    for x, y in gauss_stream(30, seed=1):
+        m.learn_one(x, y)
+        assert all(math.isfinite(p) for p in m.predict_proba_one(x).values())
+
+
+def test_the_bound_is_checked_on_every_input_path():
+    from onlinemkl import ProximalMKLRegressor
+    from onlinemkl.river import PolyMKLRegressor, ProximalMKLRegressor as RiverRegressor
+
+    X = np.ones((4, 3))
+    X[2, 1] = 1e160
+    with pytest.raises(ValueError, match=r"X\[2, 1\] = 1e\+160 is too large"):
+        ProximalMKLRegressor().fit(X, np.ones(4))
+    with pytest.raises(ValueError, match=r"y\[3\] = 1e\+200 is too large"):
+        ProximalMKLRegressor().fit(np.ones((4, 3)), [1.0, 2.0, 3.0, 1e200])
+    with pytest.raises(ValueError, match="too large"):
+        RiverRegressor().learn_one({"a": 1.0}, 1e200)
+    import pandas as pd
+
+    with pytest.raises(ValueError, match=r"feature 'b' = 1e\+155 \(row 1\) is too large"):
+        PolyMKLRegressor().learn_many(pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 1e155]}), pd.Series([1.0, 2.0]))
+    # the bound itself is a value like any other
+    RiverRegressor().learn_one({"a": 1e150, "b": -1e150}, 1e150)
+
+
+def test_the_default_pipeline_survives_an_overflowing_value_over_the_server(tmp_path):
+    """On main the scaler's running variance became inf, then NaN, and every later request failed."""
+    from river import preprocessing
+
+    from onlinemkl.river import OBSCUREClassifier
+    from onlinemkl.serve import ModelServer
+
+    from test_serve import Client
+
+    srv = ModelServer(preprocessing.StandardScaler() | OBSCUREClassifier(budget=40), port=0, log=None).start()
+    try:
+        c = Client(srv.address)
+        data = list(gauss_stream(60, seed=3))
+        for x, y in data[:30]:
+            assert c.ask({"x": x, "y": y}).get("learned")
+        r = c.ask({"x": {**data[30][0], "f1": 1e155}, "y": "a"})
+        assert "error" in r and "'f1'" in r["error"] and "too large" in r["error"]
+        r = c.ask({"x": {"f1": 10**400}, "y": "a"})
+        assert "error" in r and "too large" in r["error"]
+        for x, y in data[31:]:
+            r = c.ask({"x": x, "y": y})
+            assert r.get("learned"), r
+        c.close()
+        scaler = srv.model["StandardScaler"]
+        assert all(math.isfinite(v) and v < 100 for v in scaler.vars.values())
+    finally:
+        srv.shutdown(timeout=5)
+
+
+def test_the_command_line_skips_an_overflowing_value_and_goes_on(tmp_path, capsys):
+    from onlinemkl import cli
+    from onlinemkl.persist import load
+
+    f = tmp_path / "big.csv"
+    rows = ["f0,f1,label"] + [f"{a:.3f},{b:.3f},{'a' if a + b > 0 else 'b'}"
+                              for a, b in np.random.default_rng(0).normal(size=(40, 2))]
+    rows.insert(11, "1e155,0.5,a")
+    f.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "m.omkl"
+    code = cli.main(["train", str(f), "--on-error", "skip", "--save", str(out)])
+    _, err = capsys.readouterr()
+    assert code == 0 and "1 example the learner rejected" in err
+    code = cli.main(["train", str(f)])
+    _, err = capsys.readouterr()
+    assert code == 2 and "'f0'" in err and "too large" in err
+    scaler = load(out)["StandardScaler"]
+    assert all(math.isfinite(v) and v < 100 for v in scaler.vars.values())
+    assert scaler.counts["f0"] == 40
+
+
+# ----------------------------------------------------------------------------------------
+# 6. Labels
+
+
+@pytest.mark.parametrize("make", ["OBSCUREClassifier", "ProximalMKLClassifier"])
+def test_a_nan_label_is_rejected_and_changes_nothing(make):
+    import onlinemkl.river as omr
+
+    from test_persist import assert_same_state
+
+    m = getattr(omr, make)(budget=20)
+    for x, y in gauss_stream(20):
+        m.learn_one(x, y)
+    before = pickle.loads(pickle.dumps(m))
+    for nan in (float("nan"), np.float64("nan"), np.nan):
+        with pytest.raises(ValueError, match=r"label .*nan.* is NaN"):
+            m.learn_one({"f0": 1.0, "brand_new": 2.0}, nan)
+    assert_same_state(m, before)
+    assert len(m._labels) == 2
+
+
+def test_labels_compare_as_python_values():
+    from onlinemkl.river import OBSCUREClassifier
+
+    m = OBSCUREClassifier()
+    for y in (True, 1, 1.0, np.int64(1), "1", 0):
+        m.learn_one({"a": float(y == 1)}, y)
+    assert m._labels.labels == [True, "1", 0]  # True == 1 == 1.0: one label, named by the first seen

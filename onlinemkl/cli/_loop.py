@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from .._validation import check_example
 from ._errors import CommandError
 from ._model import final_step
 from ._source import Source
@@ -99,6 +100,7 @@ def learn_checked(model, x, y):
     a StandardScaler's touched entries are restored (other transformers are
     copied beforehand).
     """
+    check_example(x)  # an overflowing value would poison a scaler's running variance before the learner sees it
     steps = getattr(model, "steps", None)
     if not steps:
         return model.learn_one(x, y)

@@ -12,11 +12,10 @@ Nothing here imports scikit-learn.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .._sync import ModelLock
+from .._validation import MAX_ABS_VALUE, check_target_value
 from ..features import FeatureMap, LabelMap
 
 __all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
@@ -31,10 +30,10 @@ def softmax_dict(labels, scores) -> dict:
 
 
 def check_regression_target(y) -> float:
-    """A river regression target: a finite real number (not a bool)."""
-    if isinstance(y, bool) or not isinstance(y, numbers.Real) or not np.isfinite(y):
-        raise ValueError(f"y={y!r}: a regression target must be a finite number")
-    return float(y)
+    """A river regression target: a finite real number (not a bool) of magnitude at most 1e150."""
+    if type(y) is float and -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
+        return y
+    return check_target_value(y)
 
 
 class EngineAdapter(ModelLock):
