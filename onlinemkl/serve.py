@@ -28,6 +28,9 @@ model unchanged: the learners check before they change anything, and the
 steps before the learner in a pipeline (e.g. the scaler) are restored if the
 learner rejects the example.
 
+A learner's ``max_features`` is enforced on the raw example, before the steps in front of the
+learner learn its new names; a prediction leaves no trace of the names it read in those steps.
+
 Safe defaults: the server binds to 127.0.0.1, reads lines of at most
 ``max_line_bytes`` (a longer line gets an error reply and is skipped),
 serves at most ``max_clients`` connections, and closes a connection idle
@@ -157,6 +160,7 @@ class ModelServer:
         self.n_errors = 0
         self._since_checkpoint = 0
         # JSON keys are strings; a model whose features are numbers (LIBSVM, arrays) reads "3" as 3.
+        self._check_features = getattr(_final(model), "check_features", None)  # max_features (dict learners)
         cols = getattr(getattr(_final(model), "_features", None), "columns", None)
         self.numbered_features = bool(cols) and all(isinstance(k, int) and not isinstance(k, bool) for k in cols)
         try:
@@ -392,11 +396,22 @@ class ModelServer:
         if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
             raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
-            reply["prediction"] = _jsonable(self.model.predict_one(x))
-            if req.get("proba"):
-                proba = self.model.predict_proba_one(x)
-                reply["classes"] = [_jsonable(c) for c in proba]
-                reply["proba"] = [float(p) for p in proba.values()]
+            if "y" in req and self._check_features is not None:
+                try:  # the learner's max_features, before the steps in front of it learn the new names
+                    self._check_features(x)
+                except ValueError as exc:
+                    raise RequestError(str(exc)) from None
+            added = _added_by_predict(self.model, x)
+            try:
+                reply["prediction"] = _jsonable(self.model.predict_one(x))
+                if req.get("proba"):
+                    proba = self.model.predict_proba_one(x)
+                    reply["classes"] = [_jsonable(c) for c in proba]
+                    reply["proba"] = [float(p) for p in proba.values()]
+            finally:
+                for d, keys in added:
+                    for k in keys:
+                        d.pop(k, None)
             if "y" in req:
                 self._learn(x, req["y"])
                 reply["learned"] = True
@@ -423,6 +438,24 @@ class ModelServer:
         if self.save_path is not None and self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
             self._save(self.model, self.save_path)
             self._since_checkpoint = 0
+
+
+def _added_by_predict(model, x):
+    """``[(dict, names)]``: the names of ``x`` missing from each dict attribute of the steps before the
+    learner, to remove after a prediction.  river's ``StandardScaler.transform_one`` reads its
+    ``defaultdict`` of variances, which adds every unseen name: without this, predictions on
+    endless new feature names would grow the server's memory without bound."""
+    steps = getattr(model, "steps", None)
+    if not steps:
+        return []
+    out = []
+    for step in list(steps.values())[:-1]:
+        for d in vars(step).values():
+            if isinstance(d, dict):
+                new = [k for k in x if k not in d]
+                if new:
+                    out.append((d, new))
+    return out
 
 
 def _final(model):

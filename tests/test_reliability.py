@@ -250,3 +250,115 @@ def test_labels_compare_as_python_values():
     for y in (True, 1, 1.0, np.int64(1), "1", 0):
         m.learn_one({"a": float(y == 1)}, y)
     assert m._labels.labels == [True, "1", 0]  # True == 1 == 1.0: one label, named by the first seen
+
+
+# ----------------------------------------------------------------------------------------
+# 3. New features without end
+
+ENDLESS = """
+import random, resource, sys, time
+from onlinemkl.river import OBSCUREClassifier
+kind = sys.argv[1]
+try:
+    m = OBSCUREClassifier(budget=100, **({"max_features": 50} if kind == "cap" else {"feature_hashing": 64}))
+except TypeError:  # a library without the cap: the same stream, to show what it costs
+    m = OBSCUREClassifier(budget=100)
+rnd = random.Random(0)
+def rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t0, rejected, peak0 = time.monotonic(), 0, None
+for i in range(100_000):
+    if i == 20_000:
+        peak0 = rss_mib()
+    x = {"a": rnd.random(), "b": rnd.random(), f"id{rnd.getrandbits(40)}": 1.0}
+    try:
+        m.learn_one(x, i % 3)
+    except ValueError:
+        rejected += 1
+    if time.monotonic() - t0 > 120:
+        print(f"too slow: {i} rows in 120 s"); sys.exit(3)
+print(peak0, rss_mib(), rejected, m._engine.n_features)
+"""
+
+
+@pytest.mark.parametrize("kind", ["cap", "hashing"])
+def test_memory_is_flat_over_1e5_rows_of_random_feature_names(kind):
+    """On main every row's new name widened every stored example: memory and time per row grew
+    without bound (this loop did not finish in 120 s)."""
+    out = run_script(ENDLESS.replace("sys.argv[1]", repr(kind)))
+    assert out.returncode == 0, (out.returncode, out.stdout[-1000:], out.stderr[-2000:])
+    peak_20k, peak_100k, rejected, n_features = out.stdout.split()
+    assert float(peak_100k) - float(peak_20k) < 16.0  # MiB, over the last 80 000 rows
+    if kind == "cap":
+        assert int(n_features) == 50 and int(rejected) == 100_000 - 48  # 'a', 'b' + 48 ids fit
+    else:
+        assert int(n_features) == 64 and int(rejected) == 0
+
+
+def test_past_the_cap_the_row_is_rejected_listing_the_new_names_and_nothing_changes():
+    from onlinemkl.river import OBSCUREClassifier, PolyMKLRegressor, ProximalMKLRegressor
+
+    from test_persist import assert_same_state
+
+    for m, y in ((OBSCUREClassifier(max_features=4), "a"), (ProximalMKLRegressor(max_features=4), 1.0),
+                 (PolyMKLRegressor(max_features=4, batch_size=2), 1.0)):
+        m.learn_one({"a": 1.0, "b": 2.0, "c": 0.5}, y)
+        before = pickle.loads(pickle.dumps(m))
+        with pytest.raises(ValueError, match=r"2 new feature name\(s\) \('d', 'e'\) would take the model past "
+                                             r"max_features=4 \(3 features known\)"):
+            m.learn_one({"a": 1.0, "d": 1.0, "e": 1.0}, y)
+        assert_same_state(m, before)
+        m.learn_one({"a": 1.0, "d": 1.0}, y)  # one more fits
+        assert len(m._features) == 4
+    with pytest.raises(ValueError, match="max_features=0: must be >= 1"):
+        OBSCUREClassifier(max_features=0)
+    with pytest.raises(ValueError, match="feature_hashing=-2: must be >= 1"):
+        ProximalMKLRegressor(feature_hashing=-2)
+
+
+def test_a_hashed_model_saves_and_loads_bit_for_bit(tmp_path):
+    import onlinemkl
+    from onlinemkl.river import ProximalMKLClassifier
+
+    m = ProximalMKLClassifier(budget=40, feature_hashing=32)
+    rng = np.random.default_rng(0)
+    for i in range(200):
+        m.learn_one({f"w{int(rng.integers(1000))}": 1.0, "x": float(rng.normal())}, "ab"[i % 2])
+    again = onlinemkl.load(m.save(tmp_path / "h.omkl"))
+    assert again.feature_hashing == 32 and len(again._features) == 32
+    for i in range(20):
+        x = {f"w{i * 37}": 1.0, "x": i / 10}
+        assert again.predict_proba_one(x) == m.predict_proba_one(x)
+
+
+def test_the_server_enforces_the_cap_before_the_scaler_and_predictions_leave_no_trace():
+    from river import preprocessing
+
+    from onlinemkl.river import OBSCUREClassifier
+    from onlinemkl.serve import ModelServer
+
+    from test_serve import Client
+
+    try:
+        learner = OBSCUREClassifier(budget=40, max_features=30)
+    except TypeError:  # main: no cap
+        learner = OBSCUREClassifier(budget=40)
+    srv = ModelServer(preprocessing.StandardScaler() | learner, port=0, log=None).start()
+    try:
+        c = Client(srv.address)
+        rng = np.random.default_rng(0)
+        errors = 0
+        for i in range(300):
+            x = {"a": float(rng.normal()), f"id{i}": 1.0}
+            r = c.ask({"x": x, "y": "ab"[i % 2]})
+            if "error" in r:
+                errors += 1
+                assert "max_features=30" in r["error"] and f"'id{i}'" in r["error"]
+            r = c.ask({"x": {"a": 0.5, f"other{i}": 1.0, f"more{i}": 2.0}})  # prediction only
+            assert "prediction" in r
+        c.close()
+        assert errors == 300 - 29
+        scaler = srv.model["StandardScaler"]
+        assert len(scaler.counts) == len(scaler.means) == len(scaler.vars) == 30
+    finally:
+        srv.shutdown(timeout=5)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sync import ModelLock
+from .._sync import ModelLock, _lock_of
 from .._validation import MAX_ABS_VALUE, check_target_value
-from ..features import FeatureMap, LabelMap
+from ..features import FeatureMap, LabelMap, check_feature_cap
 
 __all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
 
@@ -50,6 +50,25 @@ class EngineAdapter(ModelLock):
         if labels is not None:
             self._labels = labels
         self._link()
+        if features.hashing is not None:  # fixed columns from the start
+            engine.set_features(len(features), features.lookup)
+
+    def _feature_map(self, ordered: str = "arrival") -> FeatureMap:
+        """The feature map of the ``max_features`` and ``feature_hashing`` parameters (validated)."""
+        hashing = getattr(self, "feature_hashing", None)
+        check_feature_cap(self.max_features, hashing, ordered)
+        return FeatureMap(ordered, self.max_features, hashing)
+
+    def check_features(self, x: dict) -> None:
+        """Raise ``ValueError`` (listing them) if learning ``x`` would take the model past ``max_features``.
+
+        :meth:`learn_one` checks this itself; the server calls it on the raw example, before the
+        steps in front of the learner (a scaler) add the names to their own statistics.
+        """
+        with _lock_of(self):
+            f = self._features
+            if f.max_features is not None:
+                f.check_room(f.new_names(x))
 
     def _link(self) -> None:
         """Give the engine the feature map's lookup (for kernel groups of feature names)."""
@@ -119,7 +138,8 @@ class EngineAdapter(ModelLock):
         """Restore onto a fresh adapter built from the saved parameters; a ``ValueError`` names the
         rule an inconsistent state breaks."""
         self._engine.set_state(state["engine"], arrays)
-        features = FeatureMap(self._features.ordered)
+        old = self._features
+        features = FeatureMap(old.ordered, old.max_features, old.hashing)
         features.restore(state["features"])
         if len(features) != self._engine.n_features:
             raise ValueError(f"{len(features)} feature names for {self._engine.n_features} engine features")

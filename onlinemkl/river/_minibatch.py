@@ -20,7 +20,6 @@ import pandas as pd
 from river import base
 
 from .._validation import check_feature_value, check_number, first_out_of_range
-from ..features import FeatureMap
 from ._base import EngineAdapter, check_regression_target
 
 
@@ -35,7 +34,7 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
 
     def _setup(self, engine):
         check_number("batch_size", self.batch_size, low=1, integer=True)
-        self._attach(engine, FeatureMap(ordered="sorted"))
+        self._attach(engine, self._feature_map(ordered="sorted"))
         self._pending: list = []  # (validated {name: value}, y)
 
     def _register(self, names):
