@@ -362,3 +362,14 @@ def test_the_server_enforces_the_cap_before_the_scaler_and_predictions_leave_no_
         assert len(scaler.counts) == len(scaler.means) == len(scaler.vars) == 30
     finally:
         srv.shutdown(timeout=5)
+
+
+def test_the_sequence_labeller_caps_its_dict_features_all_positions_at_once():
+    from onlinemkl import SequenceMKLLabeler
+
+    m = SequenceMKLLabeler(max_features=3, budget=10)
+    m.learn_one([{"a": 1.0}, {"b": 1.0}], ["x", "y"])
+    with pytest.raises(ValueError, match=r"2 new feature name\(s\) \('c', 'd'\) would take the model past "
+                                         r"max_features=3"):
+        m.learn_one([{"a": 1.0, "c": 1.0}, {"d": 1.0}], ["x", "y"])
+    assert m._features.names == ["a", "b"]  # the first position's 'c' was not recorded either

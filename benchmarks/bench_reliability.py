@@ -1,0 +1,192 @@
+"""What the reliability guards cost on the hot path (RELIABILITY.md).
+
+* ``lock``: river ``learn_one`` / ``predict_one`` with the model lock (what users get) against
+  the same method unwrapped (``__wrapped__``: no lock), on one model in one run, blocks of
+  examples alternated so both see the same buffer and the same machine load.  The buffer is
+  held at its budget, so every example costs the same.
+* ``guards``: the same for the value guard of ``FeatureMap.encode`` (|x| <= MAX_ABS_VALUE and
+  the ``max_features`` cap) against a copy of the encoder without them.
+
+* ``attacks`` (``--attacks [--before PATH]``): each attack of issue 18's points 1, 2, 3 and 6 in
+  a fresh interpreter over this checkout, and over the checkout at ``PATH`` (e.g. the main
+  branch) for the "before" column: what happened (crash, rows lost), memory and time.
+
+Run: ``python benchmarks/bench_reliability.py`` (``--quick`` for a smoke run);
+``python benchmarks/bench_reliability.py --attacks --before /path/to/main``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_report  # noqa: E402
+
+
+def stream(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    return [({f"f{j}": float(v) for j, v in enumerate(row)}, int(t)) for row, t in zip(X, y)]
+
+
+def alternate(fn_a, fn_b, rows, block, rounds):
+    """Best per-call seconds of ``fn_a`` and ``fn_b`` over alternating blocks of ``block`` rows."""
+    best = [np.inf, np.inf]
+    pos = 0
+    for _ in range(rounds):
+        for k, fn in enumerate((fn_a, fn_b)):
+            part = [rows[(pos + i) % len(rows)] for i in range(block)]
+            pos += block
+            t0 = time.perf_counter()
+            for x, y in part:
+                fn(x, y)
+            best[k] = min(best[k], (time.perf_counter() - t0) / block)
+    return best
+
+
+def bench_lock(quick):
+    from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier
+
+    rows = []
+    block, rounds = (200, 3) if quick else (1000, 9)
+    for name, make in (("OBSCUREClassifier", OBSCUREClassifier), ("ProximalMKLClassifier", ProximalMKLClassifier)):
+        for d, budget in ((4, 50), (16, 200)):
+            data = stream(4000, d, seed=d)
+            m = make(budget=budget)
+            for x, y in data[: budget * 3]:  # fill the buffer past the budget
+                m.learn_one(x, y)
+            raw_learn = type(m).learn_one.__wrapped__
+            raw_predict = type(m).predict_one.__wrapped__
+            lk, un = alternate(lambda x, y: m.learn_one(x, y), lambda x, y: raw_learn(m, x, y), data, block, rounds)
+            rows.append({"op": "learn_one", "model": name, "d": d, "budget": budget, "locked_us": lk * 1e6,
+                         "unlocked_us": un * 1e6, "ratio": lk / un})
+            lk, un = alternate(lambda x, y: m.predict_one(x), lambda x, y: raw_predict(m, x), data, block, rounds)
+            rows.append({"op": "predict_one", "model": name, "d": d, "budget": budget, "locked_us": lk * 1e6,
+                         "unlocked_us": un * 1e6, "ratio": lk / un})
+    return rows
+
+
+ATTACKS = {
+    "threads": """
+import random, threading
+from onlinemkl.river import ProximalMKLRegressor
+m = ProximalMKLRegressor(budget=60); errors = []
+def work(seed):
+    rnd = random.Random(seed)
+    try:
+        for i in range(1500):
+            x = {f"f{rnd.randrange(30 + i // 20)}": rnd.gauss(0, 1) for _ in range(6)}
+            m.learn_one(x, rnd.random()); m.predict_one(x)
+    except Exception as exc:
+        errors.append(exc)
+ts = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(f"{len(errors)} of 4 threads raised")
+""",
+    "extreme": """
+import random
+from river import preprocessing
+from onlinemkl.river import OBSCUREClassifier
+m = preprocessing.StandardScaler() | OBSCUREClassifier(budget=50)
+rnd = random.Random(0); bad = 0
+for i in range(400):
+    x = {"f0": rnd.gauss(0, 1), "f1": 1e155 if i == 100 else rnd.gauss(0, 1)}
+    try:
+        from onlinemkl._validation import check_example  # the server's and command line's boundary
+        check_example(x)
+    except ImportError:  # before: no such check
+        pass
+    except ValueError:
+        continue  # rejected at the boundary: the stream goes on
+    try:
+        m.learn_one(x, x["f0"] > 0)
+    except ValueError:
+        bad += 1
+print(f"{bad} of the 299 rows after the huge value rejected")
+""",
+    "features": """
+import random, resource, time
+from onlinemkl.river import OBSCUREClassifier
+m = OBSCUREClassifier(budget=100)  # the defaults: max_features=100000 where it exists
+rnd = random.Random(0); t0 = time.monotonic(); n = 0; rej = 0
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+while n < 100_000 and time.monotonic() - t0 < 60:
+    x = {"a": rnd.random(), **{f"id{rnd.getrandbits(40)}": 1.0 for _ in range(3)}}
+    t1 = time.perf_counter()
+    try:
+        m.learn_one(x, n % 3)
+    except ValueError:
+        rej += 1
+    last = time.perf_counter() - t1
+    n += 1
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"{n} rows in {time.monotonic() - t0:.0f} s, {m._engine.n_features} features, peak RSS +{rss - rss0:.0f} MiB, "
+      f"last row {last * 1e3:.2f} ms, {rej} rejected")
+""",
+    "nan_label": """
+from onlinemkl.river import OBSCUREClassifier
+m = OBSCUREClassifier(); rej = 0
+m.learn_one({"a": 1.0}, "x")
+for i in range(100):
+    try:
+        m.learn_one({"a": float(i)}, float("nan"))
+    except ValueError:
+        rej += 1
+print(f"{len(m._labels)} classes after 100 NaN labels ({rej} rejected)")
+""",
+}
+
+
+def run_attacks(paths: dict) -> list[dict]:
+    import os
+    import subprocess
+
+    rows = []
+    for name, code in ATTACKS.items():
+        row = {"attack": name}
+        for label, path in paths.items():
+            env = dict(os.environ, PYTHONPATH=path, ONLINEMKL_BACKGROUND_COMPILE="0")
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", code], env=env, cwd=path, capture_output=True, text=True,
+                                 timeout=900)
+            took = time.perf_counter() - t0
+            what = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+            if out.returncode < 0:
+                what = f"crash (signal {-out.returncode}) {what}".strip()
+            elif out.returncode:
+                what = f"exit {out.returncode}: {(out.stderr.strip().splitlines() or [''])[-1][:120]}"
+            row[label] = f"{what} [{took:.0f} s]"
+        rows.append(row)
+    return rows
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--attacks", action="store_true", help="run the attacks instead of the lock timing")
+    ap.add_argument("--before", help="a checkout of the library before the fixes (the 'before' column)")
+    args = ap.parse_args(argv)
+    if args.attacks:
+        here = str(Path(__file__).resolve().parent.parent)
+        paths = ({"before": args.before} if args.before else {}) | {"after": here}
+        write_report("reliability_attacks", run_attacks(paths), title="Issue 18 attacks, before and after",
+                     notes="Each attack in a fresh interpreter (foreground compilation); wall time in brackets "
+                           "includes start-up and compilation.")
+        return
+    rows = bench_lock(args.quick)
+    write_report("reliability_lock" + ("_quick" if args.quick else ""), rows,
+                 title="The model lock's cost per example (river adapters)",
+                 notes="locked: the public method (takes the model's RLock); unlocked: the same method's "
+                       "`__wrapped__` on the same model, blocks alternated in one run; best block per op. "
+                       "ratio = locked / unlocked.")
+
+
+if __name__ == "__main__":
+    main()
