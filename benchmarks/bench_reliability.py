@@ -52,7 +52,23 @@ def alternate(fn_a, fn_b, rows, block, rounds):
 def bench_lock(quick):
     from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier
 
-    rows = []
+    import timeit
+
+    from onlinemkl._sync import synchronized
+
+    class Plain:
+        def call(self, x, y):
+            return None
+
+    class Locked:
+        call = synchronized(Plain.call)
+
+    n = 20_000 if quick else 200_000
+    p, lk = Plain(), Locked()
+    t_plain = min(timeit.repeat(lambda: p.call(1, 2), number=n, repeat=7)) / n
+    t_lock = min(timeit.repeat(lambda: lk.call(1, 2), number=n, repeat=7)) / n
+    rows = [{"op": "empty method (the lock alone)", "model": "-", "d": 0, "budget": 0, "locked_us": t_lock * 1e6,
+             "unlocked_us": t_plain * 1e6, "ratio": t_lock / t_plain}]
     block, rounds = (200, 3) if quick else (1000, 9)
     for name, make in (("OBSCUREClassifier", OBSCUREClassifier), ("ProximalMKLClassifier", ProximalMKLClassifier)):
         for d, budget in ((4, 50), (16, 200)):
@@ -71,23 +87,34 @@ def bench_lock(quick):
     return rows
 
 
-ATTACKS = {
-    "threads": """
-import random, threading
-from onlinemkl.river import ProximalMKLRegressor
-m = ProximalMKLRegressor(budget=60); errors = []
-def work(seed):
-    rnd = random.Random(seed)
+FEATURES = """
+import random, resource, time
+from onlinemkl.river import OBSCUREClassifier
+try:
+    m = OBSCUREClassifier(budget=100, PARAMS)
+except TypeError:  # before: no such parameter
+    m = OBSCUREClassifier(budget=100)
+rnd = random.Random(0); t0 = time.monotonic(); n = 0; rej = 0
+rss0 = None
+while n < 100_000 and time.monotonic() - t0 < 60:
+    if n == 1000:  # after the first calls have loaded the compiled code
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    x = {"a": rnd.random(), **{f"id{rnd.getrandbits(40)}": 1.0 for _ in range(3)}}
+    t1 = time.perf_counter()
     try:
-        for i in range(1500):
-            x = {f"f{rnd.randrange(30 + i // 20)}": rnd.gauss(0, 1) for _ in range(6)}
-            m.learn_one(x, rnd.random()); m.predict_one(x)
-    except Exception as exc:
-        errors.append(exc)
-ts = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-[t.start() for t in ts]; [t.join() for t in ts]
-print(f"{len(errors)} of 4 threads raised")
-""",
+        m.learn_one(x, n % 3)
+    except ValueError:
+        rej += 1
+    last = time.perf_counter() - t1
+    n += 1
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"{n} rows in {time.monotonic() - t0:.0f} s, {m._engine.n_features} features, "
+      f"peak RSS after row 1000 +{rss - rss0:.0f} MiB, "
+      f"last row {last * 1e3:.2f} ms, {rej} rejected")
+"""
+
+ATTACKS = {
+    "threads": None,  # tests/test_reliability.py's THREADS: every public model, 4 threads and a pickler
     "extreme": """
 import random
 from river import preprocessing
@@ -109,25 +136,8 @@ for i in range(400):
         bad += 1
 print(f"{bad} of the 299 rows after the huge value rejected")
 """,
-    "features": """
-import random, resource, time
-from onlinemkl.river import OBSCUREClassifier
-m = OBSCUREClassifier(budget=100)  # the defaults: max_features=100000 where it exists
-rnd = random.Random(0); t0 = time.monotonic(); n = 0; rej = 0
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-while n < 100_000 and time.monotonic() - t0 < 60:
-    x = {"a": rnd.random(), **{f"id{rnd.getrandbits(40)}": 1.0 for _ in range(3)}}
-    t1 = time.perf_counter()
-    try:
-        m.learn_one(x, n % 3)
-    except ValueError:
-        rej += 1
-    last = time.perf_counter() - t1
-    n += 1
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{n} rows in {time.monotonic() - t0:.0f} s, {m._engine.n_features} features, peak RSS +{rss - rss0:.0f} MiB, "
-      f"last row {last * 1e3:.2f} ms, {rej} rejected")
-""",
+    "features max_features=1000": FEATURES.replace("PARAMS", "max_features=1000"),
+    "features feature_hashing=1024": FEATURES.replace("PARAMS", "feature_hashing=1024"),
     "nan_label": """
 from onlinemkl.river import OBSCUREClassifier
 m = OBSCUREClassifier(); rej = 0
@@ -142,12 +152,17 @@ print(f"{len(m._labels)} classes after 100 NaN labels ({rej} rejected)")
 }
 
 
-def run_attacks(paths: dict) -> list[dict]:
+def run_attacks(paths: dict, only=None) -> list[dict]:
     import os
     import subprocess
 
     rows = []
     for name, code in ATTACKS.items():
+        if only and name not in only:
+            continue
+        if code is None:
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+            from test_reliability import THREADS as code
         row = {"attack": name}
         for label, path in paths.items():
             env = dict(os.environ, PYTHONPATH=path, ONLINEMKL_BACKGROUND_COMPILE="0")
@@ -172,11 +187,21 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--attacks", action="store_true", help="run the attacks instead of the lock timing")
     ap.add_argument("--before", help="a checkout of the library before the fixes (the 'before' column)")
+    ap.add_argument("--only", nargs="*", help="run only these attacks (their rows replace those in the report)")
     args = ap.parse_args(argv)
     if args.attacks:
         here = str(Path(__file__).resolve().parent.parent)
         paths = ({"before": args.before} if args.before else {}) | {"after": here}
-        write_report("reliability_attacks", run_attacks(paths), title="Issue 18 attacks, before and after",
+        rows = run_attacks(paths, args.only)
+        if args.only:
+            import json
+
+            from _common import RESULTS
+
+            old = json.loads((RESULTS / "reliability_attacks.json").read_text())["rows"]
+            new = {r["attack"]: r for r in rows}
+            rows = [new.get(r["attack"], r) for r in old]
+        write_report("reliability_attacks", rows, title="Issue 18 attacks, before and after",
                      notes="Each attack in a fresh interpreter (foreground compilation); wall time in brackets "
                            "includes start-up and compilation.")
         return

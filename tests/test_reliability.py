@@ -94,6 +94,7 @@ def seq_row(m, rnd, i):
 hammer(SequenceMKLLabeler(budget=40), seq_row, n_rows=150)
 
 print("\\n".join(errors[:5]))
+print(f"{len(errors)} errors in the threads of 8 models")
 sys.exit(1 if errors else 0)
 """
 
