@@ -138,6 +138,24 @@ print(f"{bad} of the 299 rows after the huge value rejected")
 """,
     "features max_features=1000": FEATURES.replace("PARAMS", "max_features=1000"),
     "features feature_hashing=1024": FEATURES.replace("PARAMS", "feature_hashing=1024"),
+    "server learn, scaler of 1e5 names": """
+import random, statistics, time
+from river import preprocessing
+from onlinemkl.river import OBSCUREClassifier
+from onlinemkl.serve import ModelServer
+pipe = preprocessing.StandardScaler() | OBSCUREClassifier(budget=50)
+scaler = pipe["StandardScaler"]
+for i in range(100):  # the scaler has met 10^5 names (e.g. a feature cap reached); the learner a few
+    scaler.learn_one({f"id{j}": 1.0 for j in range(i * 1000, i * 1000 + 1000)})
+srv = ModelServer(pipe, port=0, log=None)
+rnd = random.Random(0); times = []
+for i in range(30):
+    t = time.perf_counter()
+    srv.handle({"x": {"a": rnd.random(), "b": rnd.random()}, "y": i % 2})
+    times.append(time.perf_counter() - t)
+srv._sock.close()
+print(f"median learn request {statistics.median(times[5:]) * 1e3:.2f} ms")
+""",
     "nan_label": """
 from onlinemkl.river import OBSCUREClassifier
 m = OBSCUREClassifier(); rej = 0
@@ -200,7 +218,7 @@ def main(argv=None):
 
             old = json.loads((RESULTS / "reliability_attacks.json").read_text())["rows"]
             new = {r["attack"]: r for r in rows}
-            rows = [new.get(r["attack"], r) for r in old]
+            rows = [new.pop(r["attack"], r) for r in old] + list(new.values())
         write_report("reliability_attacks", rows, title="Issue 18 attacks, before and after",
                      notes="Each attack in a fresh interpreter (foreground compilation); wall time in brackets "
                            "includes start-up and compilation.")

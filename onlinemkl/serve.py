@@ -50,7 +50,6 @@ Example (not executed: it opens a socket)::
 
 from __future__ import annotations
 
-import copy
 import hmac
 import json
 import math
@@ -60,6 +59,7 @@ import sys
 import threading
 import time
 
+from ._undo import undo_steps
 from ._validation import MAX_ABS_VALUE, TOO_LARGE
 
 __all__ = ["ModelServer", "DEFAULTS"]
@@ -377,7 +377,7 @@ class ModelServer:
         if not isinstance(x, dict):
             raise RequestError('"x" must be a JSON object mapping feature names to numbers')
         for k, v in x.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (type(v) is float and not math.isfinite(v)):
                 raise RequestError(f"feature {k!r} = {v!r} is not a finite number")
             if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:  # before the pipeline's running statistics see it
                 raise RequestError(f"feature {k!r} = {v!r} {TOO_LARGE}")
@@ -421,17 +421,12 @@ class ModelServer:
 
     def _learn(self, x, y):
         """learn_one, with the steps before the learner restored if the learner rejects the example."""
-        steps = getattr(self.model, "steps", None)
-        saved = []
-        if steps is not None:
-            for step in list(steps.values())[:-1]:
-                saved.append((step, copy.deepcopy(step.__dict__)))
+        undo = undo_steps(self.model, x)  # a scaler: only x's entries (a whole copy grows with the features)
         try:
             self.model.learn_one(x, y)
         except Exception:
-            for step, state in saved:
-                step.__dict__.clear()
-                step.__dict__.update(state)
+            for restore in undo:
+                restore()
             raise
         self.n_learned += 1
         self._since_checkpoint += 1
