@@ -22,8 +22,9 @@ from .sklearn import EngineClassifier, check_labels
 
 __all__ = ["OBSCUREClassifier"]
 
-#: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many bytes.
-KERNEL_CACHE_BYTES = 1 << 30
+#: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many
+#: bytes, else computes them in blocks that do (LIBSVM's kernel cache is 200 MB by default).
+KERNEL_CACHE_BYTES = 256 << 20
 
 
 class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
@@ -148,7 +149,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         yi = self._encode(y, classes, engine.binary)
         self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
         rng = np.random.default_rng(self.random_state)
-        fast = N * N * engine.ck.n_kernels * 8 <= KERNEL_CACHE_BYTES
+        fast = N * N * (engine.ck.n_kernels + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
         run = (engine.fit_pass_precomputed(X, yi) if fast
                else engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES))
         for _ in range(self.stage1_epochs):

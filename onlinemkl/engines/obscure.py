@@ -253,8 +253,9 @@ class ObscureEngine(BufferEngine):
         For training sets whose full kernel matrices do not fit: the order is cut into chunks
         of ``C`` examples, and each chunk gets the kernel values ``K_j(X[chunk], X[cols])``
         with ``cols`` the chunk itself followed by the distinct training examples stored in
-        the buffer, one BLAS product per feature group (``F C (C + U)`` floats, ``U`` the
-        distinct stored examples, kept under ``cache_bytes``).  The steps then gather their
+        the buffer, one BLAS product per feature group (``F C (C + U)`` floats and the
+        group's products beside them, ``U`` the distinct stored examples, kept under
+        ``cache_bytes``).  The steps then gather their
         kernel rows from that block as the precomputed path does, so the model is the same as
         one example at a time: only the kernel values come from BLAS products instead of a
         loop over the buffer per step, and an example stored several times is computed once.
@@ -266,8 +267,9 @@ class ObscureEngine(BufferEngine):
         where = self._merge_table(X.shape[0])
 
         def chunk_rows(u, left):
-            # the largest C with F C (C + u) 8 <= cache_bytes, at least MIN_CHUNK
-            c = (-u + math.sqrt(u * u + 4.0 * cache_bytes / (8.0 * F))) / 2.0
+            # the largest C with (F + 3) C (C + u) 8 <= cache_bytes, at least MIN_CHUNK: the F
+            # kernel blocks and block_kernels' per-group products, norms and distances
+            c = (-u + math.sqrt(u * u + 4.0 * cache_bytes / (8.0 * (F + 3)))) / 2.0
             return int(min(left, max(MIN_CHUNK, c)))
 
         def run(order):
