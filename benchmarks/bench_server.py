@@ -91,8 +91,8 @@ Requests per second of one client sending `depth` prediction requests per write 
 replies (best of 3 alternating runs of {seconds:g} s per arm, same process, same model: StandardScaler | OBSCUREClassifier, 8
 features, 200 stored examples). `without_nodelay` is the server before issue 18 (Nagle's algorithm
 on); `ratio` = with / without. At depth 1 no reply waits for an acknowledgement, so the ratio
-there is the option's own cost on loopback (under 1 on this shared machine: about 20-30 µs more
-per request); at depth 2 the second reply no longer waits ~40 ms for the client's delayed ACK.
+there is noise of a shared 2-core machine (three runs of this script gave 0.80, 0.88 and 1.89);
+at depth 2 the second reply no longer waits ~40 ms for the client's delayed ACK.
 Command: `python benchmarks/bench_server.py`.
 """)
 
