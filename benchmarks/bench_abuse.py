@@ -256,8 +256,11 @@ def sigterm_pipelined(tmp):
 
 
 def endless_line(tmp):
-    """read_csv(on_error="raise") on a source whose second line never ends (cap: 2 GiB or 30 s)."""
+    """read_csv(on_error="raise") on a source whose second line never ends (stopped after 10 s)."""
     from streams import StreamError, read_csv
+
+    class Stopped(Exception):
+        pass
 
     class Endless(io.RawIOBase):
         served = 0
@@ -269,8 +272,8 @@ def endless_line(tmp):
             if self.served == 0:
                 self.served = 1
                 return b"a,y\n"
-            if self.served > 2 << 30 or time.perf_counter() - t0 > 30:
-                raise TimeoutError("stopped by the benchmark")
+            if time.perf_counter() - t0 > 10:
+                raise Stopped
             n = 65536 if size is None or size < 0 else size
             self.served += n
             return b"7" * n
@@ -282,7 +285,7 @@ def endless_line(tmp):
         outcome = "no error"
     except StreamError as exc:
         outcome = f"StreamError: {str(exc)[:70]}"
-    except TimeoutError:
+    except Stopped:
         outcome = "still reading when stopped"
     return {"outcome": outcome + f" ({src.served / 2**20:.0f} MiB read)", "memory_mib": round(_rss_mib() - rss0, 1),
             "seconds": round(time.perf_counter() - t0, 2)}
@@ -343,6 +346,9 @@ def main(argv=None):
     from _common import write_report
 
     rows = []
+    old = HERE / "results" / "bench_abuse.json"
+    if args.only and old.exists():  # measure some attacks again, keep the others' rows
+        rows = [r for r in json.loads(old.read_text())["rows"] if r["attack"] not in args.only]
     for fn in ATTACKS:
         if args.only and fn.__name__ not in args.only:
             continue
@@ -356,6 +362,8 @@ def main(argv=None):
                     row[f"{label}_{key}"] = r[key]
         rows.append(row)
         print(json.dumps(row), flush=True)
+    order = [f.__name__ for f in ATTACKS]
+    rows.sort(key=lambda r: order.index(r["attack"]))
     cols = ["attack", "what"] + [f"{lab}_{k}" for lab in ("before", "after")
                                  for k in ("outcome", "memory_mib", "seconds", "lost")
                                  if any(f"{lab}_{k}" in r for r in rows)]

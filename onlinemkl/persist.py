@@ -204,7 +204,11 @@ def _protocol_dump(obj):
 
 
 def _protocol_build(cls, params, state, arrays, children):
-    obj = cls(**params)
+    try:
+        obj = cls(**params)
+    except TypeError as exc:  # an unknown parameter name
+        raise ValueError(f"the file's parameters do not fit a {cls.__name__} ({exc}): the metadata names another "
+                         "learner class than the one that wrote the file, or a newer onlinemkl wrote it") from None
     obj._set_state(state, arrays)
     # A file whose class name was edited can restore "successfully" onto another class (e.g. as an
     # unfitted model): what the restored model would save again must be what the file holds.
