@@ -6,8 +6,9 @@ must be *stored* (zip method 0, what the writer uses), so no entry can expand
 past the file's size, and each ``.npy`` header's shape and dtype must account
 for exactly the entry's bytes before anything is allocated for it.  A zip bomb
 (a small file with a deflated entry of gigabytes) or a header asking for an
-array larger than the file is refused with :class:`ModelFileError` at a cost
-of at most a few times the file's size in memory.
+array larger than the file is refused with :class:`ModelFileError` without reading it: the
+arrays of a file take about twice their bytes in the file while loading
+(the entry, then the array), and the metadata is at most 64 MiB of JSON.
 
 Writing goes to a temporary file beside the target, named
 ``.<target>.p<pid>.<random>.tmp`` and held under an advisory lock (POSIX

@@ -97,8 +97,9 @@ restored component would save again must have the file's state keys and
 arrays (a file whose class name was edited fails).  Any failure, including
 ``RecursionError``, ``OverflowError`` or ``MemoryError`` raised while
 building the model, raises :class:`ModelFileError` (a ``ValueError``)
-naming the file and what is wrong.  Loading takes at most a few times the
-file's size in memory.
+naming the file and what is wrong.  The memory a load takes is bounded by
+the file's own size (about twice the bytes of its arrays, plus the parsed
+metadata, at most 64 MiB of JSON).
 
 Writes are atomic: the archive is written to a temporary file in the target's
 directory (``.<name>.p<pid>.<random>.tmp``, locked while written), flushed
