@@ -218,6 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="most simultaneous connections; more are refused with an error line")
     sv.add_argument("--idle-timeout", metavar="SECONDS", type=float, default=DEFAULTS["idle_timeout"],
                     help="close a connection silent for this long")
+    sv.add_argument("--line-timeout", metavar="SECONDS", type=float, default=DEFAULTS["line_timeout"],
+                    help="close a connection whose request line is not finished this long after its first byte")
+    sv.add_argument("--auth-timeout", metavar="SECONDS", type=float, default=DEFAULTS["auth_timeout"],
+                    help="with a token: close a connection not authenticated this long after it connected")
     sv.add_argument("--save", metavar="PATH", default=None,
                     help="write the model here at shutdown and every --checkpoint-every learnt examples "
                          "(default: not saved)")

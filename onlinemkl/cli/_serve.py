@@ -41,7 +41,8 @@ def _serve(args) -> int:
     try:
         server = ModelServer(model, host=args.host, port=args.port, token=token,
                              max_line_bytes=args.max_line_bytes, max_clients=args.max_clients,
-                             idle_timeout=args.idle_timeout, save_path=args.save,
+                             idle_timeout=args.idle_timeout, line_timeout=args.line_timeout,
+                             auth_timeout=args.auth_timeout, save_path=args.save,
                              checkpoint_every=args.checkpoint_every, save=save_with_extra, log=sys.stderr)
     except (OSError, ValueError) as exc:
         raise CommandError(str(exc)) from None

@@ -403,8 +403,9 @@ class ObscureEngine(BufferEngine):
         self.C = float(params["C"])
         self.ck._resolved = bool(params["kernels_resolved"])
         krow_shape = tuple(int(v) for v in params["krow_shape"])
-        if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or krow_shape[1] < 0:
-            raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels")
+        if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or not 0 <= krow_shape[1] <= self.buf.capacity:
+            raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels and a buffer of "
+                             f"{self.buf.capacity} rows")  # checked before allocating: a crafted file asks for GBs
         self.krow = np.zeros(krow_shape)
         self._check_state()
         self._refresh_row_caches()
