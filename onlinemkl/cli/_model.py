@@ -18,8 +18,12 @@ def build_model(args, learner=None):
     ``--kernel`` and ``--no-scale``."""
     from ._task import DEFAULT_LEARNERS
 
-    name = learner or args.learner or DEFAULT_LEARNERS[getattr(args, "task", None) or "classification"]
+    task = getattr(args, "task", None)
+    name = learner or args.learner or DEFAULT_LEARNERS[task or "classification"]
     spec = LEARNERS[name]
+    if task is not None and spec.task != task:
+        raise CommandError(f"--task {task} contradicts --learner {name}, a {spec.task} learner; drop one of them "
+                           f"(--learner {DEFAULT_LEARNERS[task]} is the default {task} learner)")
     params = parse_params(args.param, spec)
     if args.kernel:
         source = getattr(args, "source", None)

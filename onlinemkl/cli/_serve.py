@@ -36,14 +36,6 @@ def _serve(args) -> int:
     if not 0 <= args.port <= 65535:
         raise CommandError(f"--port {args.port}: must be 0..65535 (0: any free port)")
     model, meta = _model_from_args(args)
-    if not args.model:
-        from ._task import DEFAULT_LEARNERS, learner_task
-
-        task = learner_task(args.learner) if args.learner else args.task or "classification"
-        why = (f"--learner {args.learner}" if args.learner else f"--task {args.task}" if args.task else
-               "the default; --task regression for numeric labels")
-        print(f"onlinemkl serve: task: {task}, learner {args.learner or DEFAULT_LEARNERS[task]} ({why})",
-              file=sys.stderr)
     note = compile_note(compile_first(final_step(model), args))  # before the first client
     if note:
         print(f"onlinemkl serve: compile seconds: {note}", file=sys.stderr)
@@ -62,6 +54,14 @@ def _serve(args) -> int:
         raise CommandError(option_message(str(exc), _SERVER_FLAGS)) from None
     if args.allow_feature_mismatch:
         server.feature_check = None
+    if not args.model:
+        from ._task import DEFAULT_LEARNERS, learner_task
+
+        task = learner_task(args.learner) if args.learner else args.task or "classification"
+        why = (f"--learner {args.learner}" if args.learner else f"--task {args.task}" if args.task else
+               "the default; --task regression for numeric labels")
+        print(f"onlinemkl serve: task: {task}, learner {args.learner or DEFAULT_LEARNERS[task]} ({why})",
+              file=sys.stderr)
     host, port = server.address
     print(json.dumps({"listening": f"{host}:{port}", "host": host, "port": port, "model": describe(model)}),
           flush=True)

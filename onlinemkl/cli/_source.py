@@ -105,11 +105,11 @@ class Source:
         target_type = getattr(args, "target_type", None)
         if target_type is None:
             target_type = {"regression": "float", "auto": "auto"}.get(task, "str")
-        elif task == "regression" and target_type == "str":
-            raise CommandError("--target-type str: a regressor learns numbers; drop --target-type (numbers are "
-                               "then read as float) or use --target-type float")
-        return cls(args.source, args.format, target, args.on_error, timeout, labelled=labelled, drop=args.drop,
+        src = cls(args.source, args.format, target, args.on_error, timeout, labelled=labelled, drop=args.drop,
                    target_type=target_type)
+        if task in ("classification", "regression"):
+            src.set_task(task)
+        return src
 
     def _next(self):
         """The reader's next ``(x, y)`` (StopIteration at the end), its errors as :class:`CommandError`."""
@@ -137,6 +137,9 @@ class Source:
 
     def set_task(self, task):
         """Read labels as numbers from now on (and convert those read ahead) if ``task`` is regression."""
+        if task == "regression" and self.target_type == "str":
+            raise CommandError("--target-type str: a regressor learns numbers; drop --target-type (numbers are "
+                               "then read as float) or use --target-type float")
         if self._label is None or task != "regression":
             return
         self._label.fn = _float_label
