@@ -20,8 +20,10 @@ feature that came and went in training (sparse or late features) may be absent.
 >>> check = FeatureCheck(model)
 >>> check.message({"age": 31.0, "height": 1.7}) is None
 True
->>> check.message({"age": 31.0, "hieght": 1.7})
-"unknown feature 'hieght' (not seen in training: it would be ignored); missing feature 'height' (in every training example; it would read as 0, the training mean after the scaler)"
+>>> for part in check.message({"age": 31.0, "hieght": 1.7}).split("; "):
+...     print(part)
+unknown feature 'hieght' (not seen in training: it would be ignored)
+missing feature 'height' (in every training example, it would read as 0, the training mean after the scaler)
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ class FeatureCheck:
                                 if len(unknown) == 1 else "not seen in training: they would be ignored"))
         if missing:
             zero = "0, the training mean after the scaler" if self._scaled else "0"
-            every = "in every training example; " if self._counts else ""
+            every = "in every training example, " if self._counts else ""
             parts.append(_names("missing", missing, f"{every}{'it' if len(missing) == 1 else 'they'} would read "
                                                     f"as {zero}"))
         return "; ".join(parts)

@@ -392,7 +392,7 @@ class ModelServer:
         with self.lock:
             bad = None if "y" in req or self.feature_check is None else self.feature_check.message(x)
             if bad:
-                raise RequestError(f"{bad}; send the model's features, or start the server with --allow-feature-mismatch")
+                raise RequestError(f"{bad}; send the model's features, or serve with --allow-feature-mismatch")
             reply["prediction"] = _jsonable(self.model.predict_one(x))
             if req.get("proba"):
                 proba = self.model.predict_proba_one(x)

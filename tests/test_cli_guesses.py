@@ -87,6 +87,22 @@ def test_task_given_or_small_integer_codes_stay_classification(capsys, files, tm
     assert code == 0 and "accuracy" in stdout and "the labels are text, e.g." in err
 
 
+
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl-text", "libsvm"])
+def test_numeric_labels_of_every_format_are_regression(capsys, tmp_path, fmt):
+    rng = np.random.default_rng(5)
+    rows = [(a, b, 2 * a - b + 0.01 * i) for i, (a, b) in enumerate(rng.normal(size=(60, 2)))]
+    if fmt == "libsvm":
+        path = tmp_path / "r.libsvm"
+        path.write_text("".join(f"{y:.4f} 1:{a:.4f} 2:{b:.4f}\n" for a, b, y in rows))
+    else:
+        path = tmp_path / "r.jsonl"
+        label = (lambda y: f"{y:.4f}") if fmt == "jsonl-text" else (lambda y: round(y, 4))
+        path.write_text("".join(json.dumps({"a": a, "b": b, "y": label(y)}) + "\n" for a, b, y in rows))
+    code, stdout, err = run(capsys, "train", path, "--no-progress")
+    assert code == 0, err
+    assert "task: regression" in err and "ProximalMKLRegressor" in stdout and "examples learnt  : 60" in stdout
+
 def test_task_contradictions_and_sockets_are_errors(capsys, files):
     code, _, err = run(capsys, "train", files["reg"], "--task", "regression", "--learner", "obscure")
     assert code == 2 and "--task regression contradicts --learner obscure" in err

@@ -151,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
         "checkpoint and exit with 128 + the signal number.",
         example="onlinemkl train data.csv --target label -k rbf:gamma_scale=1 -k linear -p budget=2000 \\\n"
                 "    --save model.omkl --checkpoint-every 10000 --resume\n"
-                "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --save model.omkl",
+                "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --task classification \\\n"
+                "    --save model.omkl",
         learners=True)
     _add_source(train)
     _add_model(train)

@@ -133,16 +133,18 @@ def _evaluate(args) -> int:
 def _short_curve(points, n, every):
     """Why the learning curve is not a curve (fewer than 2 points), or None.
 
-    >>> _short_curve(1, 40, 100)
-    'only 40 examples, so the curve has 1 point (one every --every 100 examples, and the last); pass a smaller --every, e.g. --every 4, for a curve'
+    >>> print(_short_curve(1, 40, 100))
+    only 40 examples, so the curve has 1 point (one every --every 100 examples, and the last);
+    pass a smaller --every, e.g. --every 4, for a curve
     """
     if points >= 2:
         return None
     if n == 0:
         return "no example was evaluated: nothing to plot, no image written"
+    fix = f"pass a smaller --every, e.g. --every {max(1, n // 10)}, for a curve" if n > 1 else \
+        "a curve needs at least 2 examples"
     return (f"only {n} example{'s' if n != 1 else ''}, so the curve has 1 point (one every --every {every} "
-            f"examples, and the last); " + (f"pass a smaller --every, e.g. --every {max(1, n // 10)}, for a curve" if n > 1 else
-                                            "a curve needs at least 2 examples"))
+            f"examples, and the last); {fix}")
 
 
 def _plot(curve, learner, path, title, source):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import sys
 
@@ -57,7 +58,8 @@ class Source:
         self.target_type = target_type
         self._pop = None
         self._it = None
-        self._buffer = []  # (x, y, position) read ahead by peek()
+        self._buffer = collections.deque()  # (x, y, position) read ahead by peek()
+        self._text_numbers = False  # regression from json lines: labels such as "3.5" read as numbers
         self._from_buffer = None  # the position of the buffered example last handed out
         self._label = _Label() if target_type == "auto" else None
         common = dict(on_error=on_error, timeout=timeout, connect_timeout=timeout)
@@ -117,12 +119,12 @@ class Source:
             self._it = iter(self.reader)
         try:
             x, y = next(self._it)
-        except StopIteration:
-            raise
         except source_errors() as exc:
             raise CommandError(_reader_message(exc, self)) from None
         if self._pop is not None:
             x.pop(self._pop, None)
+        if self._text_numbers and isinstance(y, str):
+            y = _number_or_text(y)
         return x, y
 
     def peek(self, n):
@@ -140,20 +142,23 @@ class Source:
         if task == "regression" and self.target_type == "str":
             raise CommandError("--target-type str: a regressor learns numbers; drop --target-type (numbers are "
                                "then read as float) or use --target-type float")
-        if self._label is None or task != "regression":
+        if task != "regression":
             return
-        self._label.fn = _float_label
-        for i, (x, y, pos) in enumerate(self._buffer):
-            try:
-                self._buffer[i] = (x, _float_label(y), pos)
-            except ValueError:
-                pass  # kept as read: the learner rejects it, under --on-error, at its line
+        if self._label is not None:
+            self._label.fn = _float_label
+        elif self.format == "jsonl":
+            self._text_numbers = True
+        else:
+            return
+        # Those read ahead: a label that is not a number is kept as read, for the learner to
+        # reject under --on-error at its line.
+        self._buffer = collections.deque((x, _number_or_text(y), pos) for x, y, pos in self._buffer)
 
     def __iter__(self):
         """The ``(x, y)`` pairs; a bad line (with ``on_error="raise"``) or an unreadable source
         ends them with a :class:`CommandError` naming the source and line."""
         while self._buffer:
-            x, y, self._from_buffer = self._buffer.pop(0)
+            x, y, self._from_buffer = self._buffer.popleft()
             yield x, y
         self._from_buffer = None
         while True:
@@ -260,6 +265,16 @@ def _float_label(text):
     if not math.isfinite(y):
         raise ValueError(f"{text!r} is not a finite number")
     return y
+
+
+def _number_or_text(y):
+    """A text label as a finite number if it is one, else unchanged."""
+    if not isinstance(y, str):
+        return y
+    try:
+        return _float_label(y)
+    except ValueError:
+        return y
 
 
 class _Label:
