@@ -4,7 +4,6 @@ import argparse
 import inspect
 import io
 import json
-import os
 import signal
 import socket
 import subprocess

@@ -18,7 +18,7 @@ from river import preprocessing
 
 import onlinemkl
 from onlinemkl import cli
-from onlinemkl.persist import load, load_with_meta
+from onlinemkl.persist import load
 from onlinemkl.river import OBSCUREClassifier, ProximalMKLRegressor
 
 ROOT = Path(__file__).resolve().parents[1]
