@@ -173,6 +173,9 @@ class ModelServer:
         # JSON keys are strings; a model whose features are numbers (LIBSVM, arrays) reads "3" as 3.
         cols = getattr(getattr(_final(model), "_features", None), "columns", None)
         self.numbered_features = bool(cols) and all(isinstance(k, int) and not isinstance(k, bool) for k in cols)
+        from ._feature_check import FeatureCheck  # None: predict examples whose feature names differ
+
+        self.feature_check = FeatureCheck(model)
         try:
             self._sock = socket.create_server((host, port), family=_family(host), backlog=64)
         except OSError as exc:
@@ -467,6 +470,9 @@ class ModelServer:
         if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
             raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
+            bad = None if "y" in req or self.feature_check is None else self.feature_check.message(x)
+            if bad:
+                raise RequestError(f"{bad}; send the model's features, or serve with --allow-feature-mismatch")
             reply["prediction"] = _jsonable(self.model.predict_one(x))
             if req.get("proba"):
                 proba = self.model.predict_proba_one(x)
