@@ -104,3 +104,13 @@ def test_bad_arguments_are_named():
         DynamicAveraging(1.0, period=0)
     with pytest.raises(TypeError, match="onlinemkl's river learners"):
         fit_local(object(), SHARDS)
+
+
+def test_without_ray_the_message_says_how_to_install(monkeypatch):
+    import sys
+
+    from onlinemkl.distributed import ray as dray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(ImportError, match=r"pip install \"onlinemkl\[ray\]\""):
+        dray.ray_init()
