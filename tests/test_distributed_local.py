@@ -114,3 +114,24 @@ def test_without_ray_the_message_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     with pytest.raises(ImportError, match=r"pip install \"onlinemkl\[ray\]\""):
         dray.ray_init()
+
+
+def test_a_scaled_pipeline_merges_its_scaler_statistics():
+    """The scalers' statistics pool into those of the whole stream (mixture mean and variance)."""
+    from river import preprocessing
+
+    from onlinemkl.distributed.models import final_learner
+
+    model, log = fit_local(preprocessing.StandardScaler() | ProximalMKLClassifier(budget=60), SHARDS, sync=None)
+    whole = preprocessing.StandardScaler()
+    for x, _ in DATA:
+        whole.learn_one(x)
+    scaler = model.steps["StandardScaler"]
+    for k in whole.means:
+        assert scaler.means[k] == pytest.approx(whole.means[k], rel=1e-9, abs=1e-12)
+        assert scaler.vars[k] == pytest.approx(whole.vars[k], rel=1e-9, abs=1e-12)
+        assert scaler.counts[k] == len(DATA) // 2  # the weighted mean of the workers' counts
+    assert final_learner(model).n_support_ <= 60
+    assert model.predict_one(DATA[0][0]) in (True, False)
+    with pytest.raises(TypeError, match="pipeline step MinMaxScaler"):
+        fit_local(preprocessing.MinMaxScaler() | ProximalMKLClassifier(), SHARDS)

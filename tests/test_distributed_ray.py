@@ -63,3 +63,27 @@ def test_tune_ray_is_tune_local():
     assert res.best_model.predict_one(x) == ref.best_model.predict_one(x)
     with pytest.raises(ValueError, match="lam"):
         tune_ray(learner, {"lam": [-1.0]}, DATA, metric=metrics.Accuracy())
+
+
+def test_command_line_train_with_workers(tmp_path, capsys):
+    import csv
+
+    from onlinemkl import load
+    from onlinemkl.cli import main
+
+    path = tmp_path / "phishing.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        keys = list(DATA[0][0])
+        w.writerow(keys + ["label"])
+        for x, y in DATA:
+            w.writerow([x[k] for k in keys] + [int(y)])
+    save = tmp_path / "m.omkl"
+    code = main(["train", str(path), "--target", "label", "-p", "budget=50", "--workers", "2", "--sync-every", "50",
+                 "--save", str(save)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"examples learnt  : {len(DATA)} by 2 workers" in out
+    assert "synchronisations : 4 (16 models sent" in out
+    model = load(save)
+    assert model.predict_one(DATA[0][0]) in ('0', '1')  # csv labels are text

@@ -7,7 +7,7 @@ would send), and for users without Ray.  It does not run faster than one learner
 
 from __future__ import annotations
 
-from .merge import check_learner
+from .models import check_model, set_model_state
 from .protocol import DynamicAveraging, SyncLog, Worker, check_sync, prequential, run_protocol
 
 __all__ = ["fit_local", "DynamicAveraging"]
@@ -60,8 +60,8 @@ def fit_local(learner, shards, sync=0.0, metric=None):
 
     Parameters
     ----------
-    learner : onlinemkl river learner
-        Unfitted template (cloned per worker; it is not changed).
+    learner : onlinemkl river learner, or a river pipeline of StandardScalers before one
+        The start of every worker (copied, not changed; a fitted learner is continued).
     shards : list
         One stream of ``(x, y)`` pairs per worker (a river dataset, a ``streams`` reader, a
         list, or a callable returning one).
@@ -86,7 +86,7 @@ def fit_local(learner, shards, sync=0.0, metric=None):
     >>> log.syncs, log.messages, model.n_support_ <= 100, log.metric > 0.8
     (4, 16, True, True)
     """
-    check_learner(learner)
+    check_model(learner)
     sync = check_sync(sync)
     backend = LocalBackend(learner, check_shards(shards), metric is not None)
     log = SyncLog()
@@ -94,6 +94,6 @@ def fit_local(learner, shards, sync=0.0, metric=None):
     if metric is not None:
         log.metric = prequential(metric, backend.results())
     out = learner.clone()
-    out._set_state(*state)
+    set_model_state(out, state)
     return out, log
 

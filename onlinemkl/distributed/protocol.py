@@ -18,6 +18,7 @@ or as Ray actors (:func:`onlinemkl.distributed.fit_ray`).
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -25,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_number
-from .merge import check_learner, merge_states, state_divergence, state_nbytes
+from .merge import state_nbytes
+from .models import check_model, merge_model_states, model_divergence, model_state, set_model_state
 
 __all__ = ["DynamicAveraging", "SyncLog", "Worker", "check_sync", "run_protocol"]
 
@@ -90,13 +92,13 @@ class SyncLog:
 
 
 class Worker:
-    """One shard's learner (a clone of the given one): learns ``n`` examples at a time, measures
+    """One shard's learner (a copy of the given one, which may be fitted already): learns ``n`` examples at a time, measures
     its divergence from the reference, adopts a merged model.  Keeps its own prequential
     record (``(y, prediction)`` before learning) when ``track``."""
 
     def __init__(self, learner, shard, track=False):
-        self.learner = learner.clone()
-        self.kind = check_learner(self.learner)
+        self.learner = copy.deepcopy(learner)  # a fitted learner is continued
+        self.kind = check_model(self.learner)
         self.it = iter(shard() if callable(shard) else shard)
         self.track = bool(track)
         self.pairs = []
@@ -116,15 +118,15 @@ class Worker:
         return done
 
     def state(self):
-        return self.learner._get_state()
+        return model_state(self.learner)
 
     def divergence(self, reference) -> float:
-        return state_divergence(self.learner, self.learner._get_state(), reference)
+        return model_divergence(self.learner, model_state(self.learner), reference)
 
     def adopt(self, merged) -> None:
         """Take the merged model, keeping what is this worker's own: the replay reservoir of
         its shard's examples, or the pending mini-batch (remapped to the merged features)."""
-        own_state, own = self.learner._get_state()
+        own_state, own = model_state(self.learner)
         params, arrays = merged
         arrays = dict(arrays)
         if self.kind == "minibatch":
@@ -146,7 +148,7 @@ class Worker:
             arrays["replay.rows"] = np.zeros((0, 0))
             arrays["replay.labels"] = own["replay.labels"][:0].copy()
             arrays["replay.where"] = np.zeros((0, 2), dtype=np.int64)
-        self.learner._set_state(params, arrays)
+        set_model_state(self.learner, (params, arrays))
 
     def results(self):
         return self.pairs
@@ -171,7 +173,7 @@ def run_protocol(learner, backend, sync: DynamicAveraging, log: SyncLog):
     t0 = time.perf_counter()
     k = backend.k
     log.workers, log.delta, log.period = k, sync.delta, sync.period
-    reference = backend.share(learner.clone()._get_state())
+    reference = backend.share(model_state(learner))
     while True:
         done = backend.run(sync.period)
         log.rounds += 1
@@ -190,7 +192,7 @@ def run_protocol(learner, backend, sync: DynamicAveraging, log: SyncLog):
             continue
         log.violations += violated
         states = backend.states()
-        merged = merge_states(learner, states)
+        merged = merge_model_states(learner, states)
         up = sum(state_nbytes(s) for s in states)
         down = k * state_nbytes(merged)
         log.syncs += 1
@@ -201,7 +203,7 @@ def run_protocol(learner, backend, sync: DynamicAveraging, log: SyncLog):
         reference = backend.share(merged)
         backend.adopt(reference)
     states = backend.states()
-    final = merge_states(learner, states)
+    final = merge_model_states(learner, states)
     if k > 1:
         log.final_messages = k
         log.final_bytes = sum(state_nbytes(s) for s in states)

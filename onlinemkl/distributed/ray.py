@@ -16,7 +16,7 @@ import os
 import time
 
 from .local import check_shards
-from .merge import check_learner
+from .models import check_model, final_learner, model_state, set_model_state, with_params
 from .protocol import SyncLog, Worker, check_sync, prequential, run_protocol
 
 __all__ = ["fit_ray", "tune_ray", "tune_local", "TuneResult", "ray_init", "evaluate_candidate", "candidates"]
@@ -107,7 +107,7 @@ def fit_ray(learner, shards, sync=0.0, num_workers=None, metric=None, address=No
     (``period`` examples per worker per round).  ``num_workers`` defaults to the number of
     shards.  Returns ``(learner, log)`` as :func:`fit_local` does.
     """
-    check_learner(learner)
+    check_model(learner)
     sync = check_sync(sync)
     shards = check_shards(shards)
     if num_workers is None:
@@ -128,7 +128,7 @@ def fit_ray(learner, shards, sync=0.0, num_workers=None, metric=None, address=No
     finally:
         backend.close()
     out = learner.clone()
-    out._set_state(*state)
+    set_model_state(out, state)
     return out, log
 
 
@@ -148,7 +148,7 @@ def candidates(param_grid):
 
 def evaluate_candidate(learner, params, stream, metric):
     """One candidate prequentially over ``stream``: ``(metric value, seconds, fitted state)``."""
-    model = learner.clone(params)
+    model = with_params(learner, params)
     m = metric.clone()
     t0 = time.perf_counter()
     for x, y in (stream() if callable(stream) else stream):
@@ -156,7 +156,7 @@ def evaluate_candidate(learner, params, stream, metric):
         if p is not None:
             m.update(y, p)
         model.learn_one(x, y)
-    return float(m.get()), time.perf_counter() - t0, model._get_state()
+    return float(m.get()), time.perf_counter() - t0, model_state(model)
 
 
 class TuneResult:
@@ -172,8 +172,8 @@ class TuneResult:
         best = min(range(len(grid)), key=lambda i: sign * results[i][0])
         self.best_params = grid[best]
         self.best_score = results[best][0]
-        self.best_model = learner.clone(grid[best])
-        self.best_model._set_state(*results[best][2])
+        self.best_model = with_params(learner, grid[best])
+        set_model_state(self.best_model, results[best][2])
 
     def frame(self):
         import pandas as pd
@@ -189,13 +189,19 @@ def _check_tune(learner, param_grid, stream, metric):
         raise TypeError(f"stream is a {type(stream).__name__}: give an iterable of (x, y) pairs that can be read "
                         "again (a list, a river dataset) or a callable returning one")
     grid = candidates(param_grid)
+    known = final_learner(learner)._get_params()
     for params in grid:
-        learner.clone(params)  # a bad value fails here, naming the parameter
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise ValueError(f"{type(final_learner(learner)).__name__} has no parameter {unknown[0]!r} "
+                             f"(its parameters: {', '.join(sorted(known))})")
+        with_params(learner, params)  # a bad value fails here, naming the parameter
     return grid
 
 
 def tune_local(learner, param_grid, stream, metric=None):
     """:func:`tune_ray`, one candidate after another in this process."""
+    check_model(learner)
     grid = _check_tune(learner, param_grid, stream, metric)
     return TuneResult(learner, grid, [evaluate_candidate(learner, p, stream, metric) for p in grid], metric)
 
@@ -208,7 +214,7 @@ def tune_ray(learner, param_grid, stream, metric=None, num_cpus=None, address=No
     dataset, or a callable returning the stream; sent to Ray's object store once); ``metric``:
     a river metric.  Returns a :class:`TuneResult`.
     """
-    check_learner(learner)
+    check_model(learner)
     grid = _check_tune(learner, param_grid, stream, metric)
     ray = ray_init(num_cpus=num_cpus, address=address)
     task = ray.remote(num_cpus=1)(evaluate_candidate)
