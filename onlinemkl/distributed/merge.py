@@ -44,6 +44,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .._lazy import lazy_module
 from ..features import FeatureMap
@@ -295,19 +296,24 @@ def merge_states(learner, states, weights=None):
     elif u.kind == "obscure" and not eng.binary and eng.n_outputs < len(u.labels):
         eng.set_n_classes(len(u.labels))
     ck = eng.ck
-    K = block_kernels(u.X, u.X, ck) if u.X.shape[0] else np.zeros((ck.n_kernels, 0, 0))
-    B = u.class_matrix()
-    theta_sq, G = _group_norms(u.coef, B, K)
-    budget = eng.buf.budget
-    if budget is not None and u.X.shape[0] > budget:
-        theta_sq = _compress(u, eng, K, B, theta_sq, G, budget)
+    with threadpool_limits(1, user_api="blas"):  # small products: threads only wait on each other
+        K = block_kernels(u.X, u.X, ck) if u.X.shape[0] else np.zeros((ck.n_kernels, 0, 0))
+        B = u.class_matrix()
+        budget = eng.buf.budget
+        if budget is not None and u.X.shape[0] > budget:
+            track = u.kind == "obscure" and eng.hyper[_co.H_POLICY] == _cb.EVICT_LEAST_IMPACT
+            theta_sq, G = _group_norms(u.coef, B, K) if track else (None, None)
+            theta_sq = _compress(u, eng, K, B, theta_sq, G, budget)
+        else:
+            theta_sq = _group_norms(u.coef, B, K)[0]
     _write(u, eng, theta_sq, states, weights)
     return tmp._get_state()
 
 
 def _compress(u, eng, K, B, theta_sq, G, budget):
-    """Remove rows chosen by the learner's eviction rule until ``budget`` remain; the norms
-    are updated after every removal (the least-impact rule reads them)."""
+    """Remove rows chosen by the learner's eviction rule until ``budget`` remain.  Only OBSCURE's
+    least-impact rule reads the norms (through the mirror weights): there they are updated
+    after every removal; otherwise they are recomputed once from the rows kept."""
     n = u.X.shape[0]
     ssq = np.zeros((n, eng.ck.n_groups))
     sdiag = np.zeros((n, eng.ck.n_kernels))
@@ -315,27 +321,32 @@ def _compress(u, eng, K, B, theta_sq, G, budget):
     alive = np.arange(n)
     coef = np.ascontiguousarray(u.coef)
     F = K.shape[0]
-    policy = int(eng.hyper[_co.H_POLICY if u.kind == "obscure" else _cf.H_POLICY])
+    obscure = u.kind == "obscure"
+    policy = int(eng.hyper[_co.H_POLICY if obscure else _cf.H_POLICY])
+    track = obscure and policy == _cb.EVICT_LEAST_IMPACT
     params = eng.ck.params
+    a = np.full(F, 1.0)
+    unit = np.ones(eng.theta_sq.shape[0])  # the merged model's scales (folded into coef)
     while alive.shape[0] > budget:
         m = alive.shape[0]
-        c, st, sd = np.ascontiguousarray(coef[alive]), np.ascontiguousarray(u.stamps[alive]), np.ascontiguousarray(sdiag[alive])
-        if u.kind == "obscure":
-            a = np.empty(F)
-            _co.mirror_weights(theta_sq, eng.q, a)
-            yneg = np.ascontiguousarray(u.cls[alive, 1])
-            e = int(_cb.choose_evictee(policy, m, st, c, yneg, sd, params, a * a))
+        c, st, sd = coef[alive], u.stamps[alive], sdiag[alive]
+        if obscure:
+            if track:
+                _co.mirror_weights(theta_sq, eng.q, a)
+            e = int(_cb.choose_evictee(policy, m, st, c, np.ascontiguousarray(u.cls[alive, 1]), sd, params, a * a))
         else:
-            beta = np.ascontiguousarray(B[alive])
-            e = int(_cg.choose_dense_evictee(policy, m, st, c, beta, beta.shape[1], sd, params,
-                                             np.ones(eng.theta_sq.shape[0])))
+            beta = B[alive]
+            e = int(_cg.choose_dense_evictee(policy, m, st, c, beta, beta.shape[1], sd, params, unit))
         r = alive[e]
-        for j in range(F):  # ||theta - m_r k_r||^2 = ||theta||^2 - 2 m_r . G_r + K_rr |m_r|^2
-            m_r = coef[r, j if coef.shape[1] > 1 else 0] * B[r]
-            theta_sq[j] -= 2.0 * float(m_r @ G[j, r]) - K[j, r, r] * float(m_r @ m_r)
-            G[j] -= K[j][:, r:r + 1] * m_r[None, :]
+        if track:
+            for j in range(F):  # ||theta - m_r k_r||^2 = ||theta||^2 - 2 m_r . G_r + K_rr |m_r|^2
+                m_r = coef[r, 0] * B[r]
+                theta_sq[j] -= 2.0 * float(m_r @ G[j, r]) - K[j, r, r] * float(m_r @ m_r)
+                G[j] -= K[j][:, r:r + 1] * m_r[None, :]
         alive = np.delete(alive, e)
     u.keep(alive)
+    if not track:
+        theta_sq = _group_norms(u.coef, B[alive], K[:, alive][:, :, alive])[0]
     return np.maximum(theta_sq, 0.0)
 
 
@@ -432,8 +443,9 @@ def state_divergence(learner, a, b) -> float:
     ck = tmp._engine.ck
     total = 0.0
     if u.X.shape[0]:
-        K = block_kernels(u.X, u.X, ck)
-        total = float(np.sum(_group_norms(u.coef, u.class_matrix(), K)[0]))
+        with threadpool_limits(1, user_api="blas"):
+            K = block_kernels(u.X, u.X, ck)
+            total = float(np.sum(_group_norms(u.coef, u.class_matrix(), K)[0]))
     if u.W is not None:
         total += float(np.sum(u.W ** 2))
     return max(total, 0.0)
