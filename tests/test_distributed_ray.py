@@ -24,17 +24,23 @@ def cluster():
         ray.shutdown()
 
 
-def test_fit_ray_is_fit_local():
+def test_fit_ray_is_fit_local_and_kept_workers_start_afresh():
+    from onlinemkl.distributed.ray import _POOL, release_workers
+
     learner = OBSCUREClassifier(budget=50)
     sync = DynamicAveraging(5.0, period=40)
     shards = [DATA[0::2], DATA[1::2]]
-    a, log_a = fit_ray(learner, shards, sync=sync, metric=metrics.Accuracy())
     b, log_b = fit_local(learner, shards, sync=sync, metric=metrics.Accuracy())
-    (pa, xa), (pb, xb) = a._get_state(), b._get_state()
-    assert pa == pb and all(np.array_equal(xa[k], xb[k]) for k in xa)
     keep = ("syncs", "messages", "bytes", "checks", "violations", "final_bytes", "metric", "examples")
-    assert {k: getattr(log_a, k) for k in keep} == {k: getattr(log_b, k) for k in keep}
+    for _ in range(2):  # the second call reuses the actors of the first
+        a, log_a = fit_ray(learner, shards, sync=sync, metric=metrics.Accuracy(), keep_workers=True)
+        (pa, xa), (pb, xb) = a._get_state(), b._get_state()
+        assert pa == pb and all(np.array_equal(xa[k], xb[k]) for k in xa)
+        assert {k: getattr(log_a, k) for k in keep} == {k: getattr(log_b, k) for k in keep}
+        assert len(_POOL["hosts"]) == 2
     assert log_a.syncs > 0
+    release_workers()
+    assert _POOL["hosts"] == []
 
 
 def test_fit_ray_deals_one_stream_to_the_workers():

@@ -107,6 +107,8 @@ class Worker:
     def run(self, n: int) -> int:
         """Learn up to ``n`` examples of the shard; the number learnt (fewer: the shard ended)."""
         learner, pairs, done = self.learner, self.pairs, 0
+        if n <= 0:
+            return 0
         for x, y in self.it:
             if self.track:
                 pairs.append((y, learner.predict_one(x)))

@@ -19,7 +19,8 @@ from .local import check_shards
 from .models import check_model, final_learner, model_state, set_model_state, with_params
 from .protocol import SyncLog, Worker, check_sync, prequential, run_protocol
 
-__all__ = ["fit_ray", "tune_ray", "tune_local", "TuneResult", "ray_init", "evaluate_candidate", "candidates"]
+__all__ = ["fit_ray", "tune_ray", "tune_local", "TuneResult", "ray_init", "release_workers", "evaluate_candidate",
+           "candidates"]
 
 
 def _import_ray():
@@ -55,6 +56,60 @@ class ChunkWorker(Worker):
         return self.run(len(pairs)) if pairs else 0
 
 
+class Host:
+    """A Ray actor holding one worker; kept between calls with ``keep_workers=True`` (its process
+    has imported onlinemkl and loaded the compiled code already: starting one is seconds)."""
+
+    def __init__(self):
+        self.w = None
+
+    def reset(self, learner, shard, track):
+        self.w = ChunkWorker(learner, track) if shard is None else Worker(learner, shard, track)
+
+    def run(self, n):
+        return self.w.run(n)
+
+    def run_chunk(self, pairs):
+        return self.w.run_chunk(pairs)
+
+    def divergence(self, reference):
+        return self.w.divergence(reference)
+
+    def state(self):
+        return self.w.state()
+
+    def adopt(self, reference):
+        self.w.adopt(reference)
+
+    def results(self):
+        out, self.w = self.w.results(), None
+        return out
+
+
+#: Hosts kept by ``fit_ray(..., keep_workers=True)``, with the Ray job they belong to.
+_POOL = {"job": None, "hosts": []}
+
+
+def _hosts(ray, k):
+    job = ray.get_runtime_context().get_job_id()
+    if _POOL["job"] != job:
+        _POOL["job"], _POOL["hosts"] = job, []
+    remote = ray.remote(num_cpus=1)(Host)
+    while len(_POOL["hosts"]) < k:
+        _POOL["hosts"].append(remote.remote())
+    return _POOL["hosts"][:k]
+
+
+def release_workers():
+    """End the actors kept by ``fit_ray(..., keep_workers=True)`` (each holds a CPU of the cluster)."""
+    hosts, _POOL["hosts"], _POOL["job"] = _POOL["hosts"], [], None
+    if hosts:
+        ray = _import_ray()
+        if ray.is_initialized():
+            for h in hosts:
+                ray.kill(h)
+
+
 class RayBackend:
     """The workers as Ray actors; with ``deal``, one stream dealt round robin by the coordinator."""
 
@@ -62,12 +117,8 @@ class RayBackend:
         self.ray = ray
         self.k = num_workers
         self.deal = iter(shards[0]() if callable(shards[0]) else shards[0]) if deal else None
-        if deal:
-            remote = ray.remote(num_cpus=1)(ChunkWorker)
-            self.actors = [remote.remote(learner, track) for _ in range(num_workers)]
-        else:
-            remote = ray.remote(num_cpus=1)(Worker)
-            self.actors = [remote.remote(learner, shard, track) for shard in shards]
+        self.actors = _hosts(ray, num_workers)
+        ray.get([a.reset.remote(learner, None if deal else shards[i], track) for i, a in enumerate(self.actors)])
 
     def _all(self, method, *args):
         return self.ray.get([getattr(a, method).remote(*args) for a in self.actors])
@@ -93,12 +144,8 @@ class RayBackend:
     def results(self):
         return [p for r in self._all("results") for p in r]
 
-    def close(self):
-        for a in self.actors:
-            self.ray.kill(a)
 
-
-def fit_ray(learner, shards, sync=0.0, num_workers=None, metric=None, address=None):
+def fit_ray(learner, shards, sync=0.0, num_workers=None, metric=None, address=None, keep_workers=False):
     """:func:`~onlinemkl.distributed.fit_local`'s protocol with one Ray actor per worker.
 
     ``shards``: one stream per worker (each shipped to its actor, so it must pickle: a list, a
@@ -119,14 +166,16 @@ def fit_ray(learner, shards, sync=0.0, num_workers=None, metric=None, address=No
         raise ValueError(f"num_workers={num_workers} for {len(shards)} shards: give one shard per worker, "
                          "or one stream to deal round robin")
     ray = ray_init(address=address)
-    backend = RayBackend(ray, learner, shards, metric is not None, num_workers, deal)
     try:
+        backend = RayBackend(ray, learner, shards, metric is not None, num_workers, deal)
         log = SyncLog()
         state = run_protocol(learner, backend, sync, log)
+        pairs = backend.results()  # also drops the workers' models
         if metric is not None:
-            log.metric = prequential(metric, backend.results())
+            log.metric = prequential(metric, pairs)
     finally:
-        backend.close()
+        if not keep_workers:
+            release_workers()
     out = learner.clone()
     set_model_state(out, state)
     return out, log
@@ -217,6 +266,7 @@ def tune_ray(learner, param_grid, stream, metric=None, num_cpus=None, address=No
     check_model(learner)
     grid = _check_tune(learner, param_grid, stream, metric)
     ray = ray_init(num_cpus=num_cpus, address=address)
+    release_workers()  # kept fit_ray actors would hold the CPUs the tasks need
     task = ray.remote(num_cpus=1)(evaluate_candidate)
     ref = ray.put(stream)
     results = ray.get([task.remote(learner, p, ref, metric) for p in grid])
