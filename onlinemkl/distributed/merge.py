@@ -144,10 +144,10 @@ class _Union:
     """The rows of several expansions over the union of their features and labels, equal rows
     (same example, same class structure) added into one."""
 
-    def __init__(self, kind, exps, weights):
+    def __init__(self, kind, exps, weights, names=None, labels=None):
         self.kind = kind
-        self.names = _union(e.names for e in exps)
-        self.labels = _union(e.labels for e in exps)
+        self.names = _union(e.names for e in exps) if names is None else names
+        self.labels = _union(e.labels for e in exps) if labels is None else labels
         col = {v: i for i, v in enumerate(self.names)}
         lab = {v: i for i, v in enumerate(self.labels)}
         d, C = len(self.names), max(len(self.labels), 1)
@@ -438,17 +438,34 @@ def state_divergence(learner, a, b) -> float:
         return minibatch_divergence(learner, a, b)
     _check_states([a, b], None, learner)
     exps = [_Expansion(kind, s) for s in (a, b)]
-    u = _Union(kind, exps, np.array([1.0, -1.0]))
-    tmp = _holder(learner, a, u.names)
-    ck = tmp._engine.ck
-    total = 0.0
-    if u.X.shape[0]:
+    names = _union(e.names for e in exps)
+    labels = _union(e.labels for e in exps)
+    ua, ub = (_Union(kind, [e], np.ones(1), names, labels) for e in exps)
+    ck = _holder(learner, a, names)._engine.ck
+    # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 <a, b>: the norms are in the states (kept up to date by
+    # every step), so only the cross kernel block is computed, a quarter of the union's matrix
+    total = _norms_sq(kind, a) + _norms_sq(kind, b)
+    if ua.X.shape[0] and ub.X.shape[0]:
         with threadpool_limits(1, user_api="blas"):
-            K = block_kernels(u.X, u.X, ck)
-            total = float(np.sum(_group_norms(u.coef, u.class_matrix(), K)[0]))
-    if u.W is not None:
-        total += float(np.sum(u.W ** 2))
+            K = block_kernels(ua.X, ub.X, ck)
+        Ba, Bb = ua.class_matrix(), ub.class_matrix()
+        C = max(Ba.shape[1], Bb.shape[1])
+        Ba, Bb = (np.pad(B, ((0, 0), (0, C - B.shape[1]))) for B in (Ba, Bb))
+        for j in range(K.shape[0]):
+            Ma = ua.coef[:, j if ua.coef.shape[1] > 1 else 0][:, None] * Ba
+            Mb = ub.coef[:, j if ub.coef.shape[1] > 1 else 0][:, None] * Bb
+            total -= 2.0 * float(np.sum(Ma * (K[j] @ Mb)))
+    if ua.W is not None:
+        total += float(np.sum((ua.W - ub.W) ** 2)) - float(np.sum(ua.W ** 2)) - float(np.sum(ub.W ** 2))
     return max(total, 0.0)
+
+
+def _norms_sq(kind, state) -> float:
+    """``sum_k ||theta_k||^2`` of a state, from its squared norms and lazy scales."""
+    a = state[1]
+    if kind == "obscure":
+        return float(np.sum(a["theta_sq"]) * a["fstate"][_co.F_SCALE] ** 2)
+    return float(np.sum(a["theta_sq"] * a["sigma"] ** 2))
 
 
 def merge(learners, weights=None):
