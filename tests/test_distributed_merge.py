@@ -193,3 +193,16 @@ def test_minibatch_merge_averages_weights_and_refits(cls, kw):
     other.learn_one({"other": 1.0}, 1.0)
     with pytest.raises(ValueError, match="other feature names"):
         merge([a, other])
+
+
+def test_many_budgeted_models_merge_in_pairs():
+    """[a, a, b, b] merges as ((a, a), (b, b)) -> (a, b): the same model as merging [a, b]."""
+    kw = dict(budget=40, eviction="least_impact", replay=0)
+    a, b = two_models(ProximalMKLClassifier, kw)
+    m4, m2 = merge([a, a, b, b]), merge([a, b])
+    assert m4.n_support_ == m2.n_support_ == 40
+    for x in TEST:
+        np.testing.assert_allclose(m4._engine.scores_one(m4._row(x, False)), m2._engine.scores_one(m2._row(x, False)),
+                                   rtol=1e-9, atol=1e-12)
+    m3 = merge([a, b, b], [2.0, 1.0, 1.0])  # ((a, b) with 2:1, then b with 3:1): weights kept
+    assert m3.n_support_ == 40

@@ -7,9 +7,10 @@ hold the same example with the same class structure in several models added into
 a synchronisation every worker holds the same rows: without this the buffer would grow ``k``
 times per round).  If the union holds more rows than the budget, it is compressed back to it
 by the learner's own eviction choice (``choose_evictee`` for OBSCURE,
-``choose_dense_evictee`` for the proximal learners, called row after row with the norms
-updated in between); the chosen row is removed (the proximal step's projection of an
-evicted row onto a partner is not applied here).
+``choose_dense_evictee`` for the proximal learners, called row after row); the chosen row is
+removed (the proximal step's projection of an evicted row onto a partner is not applied here).
+More than two budgeted models merge in pairs, level after level (:func:`_merge_tree`), so the
+kernel matrix of a merge stays near ``(2 budget)^2`` entries per kernel whatever their number.
 
 What is averaged, per learner:
 
@@ -286,6 +287,8 @@ def merge_states(learner, states, weights=None):
     weights = _check_states(states, weights, learner)
     if len(states) == 1:
         return states[0]
+    if len(states) > 2 and learner._engine.buf.budget is not None:
+        return _merge_tree(learner, states, weights)
     exps = [_Expansion(kind, s) for s in states]
     u = _Union(kind, exps, weights)
     tmp = _holder(learner, states[0], u.names)
@@ -308,6 +311,23 @@ def merge_states(learner, states, weights=None):
             theta_sq = _group_norms(u.coef, B, K)[0]
     _write(u, eng, theta_sq, states, weights)
     return tmp._get_state()
+
+
+def _merge_tree(learner, states, weights):
+    """Merge in pairs, level after level, each pair's weight the sum of its leaves': every merge
+    is of two budgeted models (a union of at most twice the budget, plus the rows they do not
+    share), whatever the number of models; the flat union of ``k`` models would need a kernel
+    matrix of up to ``(k budget)^2`` entries per kernel."""
+    level = list(zip(states, weights))
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            (sa, wa), (sb, wb) = level[i], level[i + 1]
+            nxt.append((merge_states(learner, [sa, sb], [wa, wb]) if wa + wb > 0 else sa, wa + wb))
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0][0]
 
 
 def _compress(u, eng, K, B, theta_sq, G, budget):
