@@ -77,7 +77,7 @@ def main(argv=None):
     t_single = time.perf_counter() - t0
     rows.append({"run": "one learner, this process", "workers": 1, "delta": None, "seconds": t_single,
                  "speed-up": 1.0, "prequential acc": acc, "held-out acc": held_out(single, test),
-                 "syncs": 0, "models sent": 0, "MB sent": 0.0})
+                 "checks": 0, "violations": 0, "syncs": 0, "models sent": 0, "MB sent": 0.0})
 
     t0 = time.perf_counter()
     ray = ray_init(num_cpus=2)
@@ -92,8 +92,8 @@ def main(argv=None):
         rows.append({"run": ("fit_ray, actors start" if first else "fit_ray, actors kept") + kind,
                      "workers": 2, "delta": "inf" if math.isinf(delta) else delta, "seconds": secs,
                      "speed-up": t_single / secs, "prequential acc": log.metric,
-                     "held-out acc": held_out(model, test), "syncs": log.syncs, "models sent": log.messages,
-                     "MB sent": log.bytes / 1e6})
+                     "held-out acc": held_out(model, test), "checks": log.checks, "violations": log.violations,
+                     "syncs": log.syncs, "models sent": log.messages, "MB sent": log.bytes / 1e6})
 
     grid = {"lam": [1e-3, 1e-4], "eta0": [0.5, 1.0], "budget": [100, 300]}
     gdata = train[:n_grid]

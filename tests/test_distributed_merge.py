@@ -105,13 +105,17 @@ def test_divergence_zero_between_copies_and_symmetric(pair):
     assert d_ab == pytest.approx(d_ba, rel=1e-12)
 
 
-def test_divergence_from_an_empty_model_is_the_squared_norm():
-    cls, kw = LEARNERS["obscure_p15"]
+@pytest.mark.parametrize("name", ["obscure_p15", "proximal_avg"])
+def test_divergence_from_an_empty_model_is_the_squared_norm(name):
+    cls, kw = LEARNERS[name]
     a, _ = two_models(cls, kw)
     empty = cls(**kw)
     e = a._engine
-    want = float(np.sum(e.recompute_theta_sq())) * e.fstate[0] ** 2
+    scale = e.fstate[0] ** 2 if name.startswith("obscure") else e.sigma ** 2
+    want = float(np.sum(e.recompute_theta_sq() * scale))
     assert divergence(a, empty) == pytest.approx(want, rel=1e-9)
+    assert divergence(empty, a) == pytest.approx(want, rel=1e-9)
+    assert merge([a, empty], [1.0, 0.0]).n_support_ == a.n_support_
 
 
 def test_divergence_of_the_merge_is_between():

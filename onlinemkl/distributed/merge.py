@@ -185,7 +185,7 @@ class _Union:
         ncoef = exps[0].coef.shape[1]
         self.X = np.array(rows).reshape(n, d)
         self.cls = np.array(cls, dtype=exps[0].cls.dtype).reshape((n,) + exps[0].cls.shape[1:2]) if kind == "obscure" \
-            else np.array(cls).reshape(n, -1)
+            else np.array(cls).reshape(n, C if self.labels else exps[0].cls.shape[1])
         self.coef = np.array(coef).reshape(n, ncoef)
         self.avg = None if exps[0].avg is None else np.array(avg).reshape(n, ncoef)
         self.stamps = np.array(stamps, dtype=np.int64)
