@@ -52,6 +52,26 @@ def held_out(model, data):
     return sum(model.predict_one(x) == y for x, y in data) / len(data)
 
 
+def spin(n):
+    """Pure-Python work (the machine's parallelism, without onlinemkl in it)."""
+    acc = 0
+    for i in range(n):
+        acc += i % 7
+    return acc
+
+
+def calibration(ray, n=10_000_000):
+    """Seconds of two ``spin(n)`` one after another, and as two Ray tasks at once."""
+    t0 = time.perf_counter()
+    spin(n), spin(n)
+    seq = time.perf_counter() - t0
+    task = ray.remote(num_cpus=1)(spin)
+    ray.get([task.remote(1000), task.remote(1000)])  # the task processes up
+    t0 = time.perf_counter()
+    ray.get([task.remote(n), task.remote(n)])
+    return seq, time.perf_counter() - t0
+
+
 def main(argv=None):
     args = quick_args(argv, __doc__, "2*10^4 examples, a grid on 5,000")
     from river import metrics
@@ -82,6 +102,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     ray = ray_init(num_cpus=2)
     t_init = time.perf_counter() - t0
+    cal_seq, cal_par = calibration(ray)
     shards = [train[0::2], train[1::2]]
     for first, delta in ((True, 0.0), (False, 0.0), (False, 1.0), (False, 3.0), (False, math.inf)):
         t0 = time.perf_counter()
@@ -124,14 +145,16 @@ def main(argv=None):
              f"every {period} examples per worker.  ray.init(num_cpus=2): {t_init:.1f} s (not in the rows).  "
              f"Load average (1, 5, 15 min) at the start {tuple(round(v, 1) for v in load_start)}, at the end "
              f"{tuple(round(v, 1) for v in load_end)} on {os.cpu_count()} cores: other jobs shared them, so "
-             "wall times and speed-ups are noisy.\n\n"
+             "wall times and speed-ups are noisy.  What the machine offered: two runs of a pure-Python loop "
+             f"took {cal_seq:.2f} s one after another and {cal_par:.2f} s as two Ray tasks at once "
+             f"({cal_seq / cal_par:.2f}x, 2x on two free cores).\n\n"
              "fit_ray's seconds include shipping the shards, the synchronisations and the final merge; the "
              "first call also starts the 2 actors (a Python process each, importing onlinemkl and loading the "
              "compiled code from the cache); later calls reuse them (keep_workers=True).  A tune_ray call's "
              "first tasks start Ray's worker processes likewise; a second call reuses them.")
     name = "distributed_quick" if args.quick else "distributed"
     _, md = write_report(name, rows, title="Distributed learning: 2 Ray workers vs one learner; a grid on Ray",
-                         notes=notes, extra={"ray_init_seconds": t_init, "grid": grid_rows, "load_start": load_start,
+                         notes=notes, extra={"ray_init_seconds": t_init, "calibration_seconds": [cal_seq, cal_par], "grid": grid_rows, "load_start": load_start,
                                              "load_end": load_end, "grid_tables_equal": same})
     section = (f"\n## Grid of 8 (lam x eta0 x budget), prequential on the first {n_grid} examples\n\n"
                f"The same table both ways: {same}.\n\n" + markdown_table(grid_rows))
