@@ -3,6 +3,9 @@
 The learners are imported on first use (PEP 562): ``from onlinemkl import OBSCUREClassifier``
 loads the OBSCURE estimator and what it needs, not every learner, so a process pays
 only for what it uses at start-up (DESIGN.md, cold start).
+
+``onlinemkl.save(model, path)`` writes any model the format holds, a river pipeline such as
+``StandardScaler() | OBSCUREClassifier()`` included, and ``onlinemkl.load(path)`` reads it back.
 """
 
 import importlib
@@ -18,6 +21,7 @@ _LAZY = {
     "PolyMKLRegressor": ".polymkl",
     "NonlinearKRRRegressor": ".nonlinear",
     "load": ".persist",
+    "save": ".persist",
     "warmup": "._compile",
 }
 
@@ -29,6 +33,7 @@ __all__ = [
     "PolyMKLRegressor",
     "NonlinearKRRRegressor",
     "load",
+    "save",
     "warmup",
     "__version__",
 ]

@@ -22,8 +22,9 @@ from .sklearn import EngineClassifier, check_labels
 
 __all__ = ["OBSCUREClassifier"]
 
-#: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many bytes.
-KERNEL_CACHE_BYTES = 1 << 30
+#: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many
+#: bytes, else computes them in blocks that do (LIBSVM's kernel cache is 200 MB by default).
+KERNEL_CACHE_BYTES = 256 << 20
 
 
 class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
@@ -148,15 +149,11 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         yi = self._encode(y, classes, engine.binary)
         self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
         rng = np.random.default_rng(self.random_state)
-        fast = N * N * engine.ck.n_kernels * 8 <= KERNEL_CACHE_BYTES
-        run = engine.fit_pass_precomputed(X, yi) if fast else None
+        fast = N * N * (engine.ck.n_kernels + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
+        run = (engine.fit_pass_precomputed(X, yi) if fast
+               else engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES))
         for _ in range(self.stage1_epochs):
-            order = rng.permutation(N)
-            if fast:
-                errors = run(order)
-            else:
-                errors = sum(engine.learn(X[i], yi[i])[2] for i in order)
-            if errors == 0:
+            if run(rng.permutation(N)) == 0:
                 break
         self.stage1_updates_ = int(engine.istate[_co.I_UPDATES])
         if self.stage2_epochs > 0:
@@ -164,12 +161,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
             mean_loss = float(hinge_losses(train_scores, yi, engine.binary).mean())
             engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
             for _ in range(self.stage2_epochs):
-                order = rng.integers(0, N, size=N)
-                if fast:
-                    run(order)
-                else:
-                    for i in order:
-                        engine.learn(X[i], yi[i])
+                run(rng.integers(0, N, size=N))
         return self
 
     def partial_fit(self, X, y, classes=None):

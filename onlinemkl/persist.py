@@ -84,17 +84,29 @@ windowed ``StandardScaler(window_size=...)`` cannot be saved (its state is
 a window of objects).
 
 Reading checks, in order: the archive is intact (a truncated file has no
-central directory), ``meta.json`` parses and names the format, the version
-is not newer than this reader's, the archive holds exactly the listed
-entries, and each entry's size and SHA-256 match; then the component's own
-``_set_state`` checks the arrays' dtypes, shapes and indices against each
-other, so a crafted file cannot drive the compiled code out of bounds.  Any
-failure raises :class:`ModelFileError` (a ``ValueError``) naming the file and
-what is wrong.
+central directory), every entry is stored uncompressed (what the writer
+does: no entry can expand past the file, so a zip bomb is refused unread)
+and all entries fit in the file, ``meta.json`` parses and names the format,
+the version is not newer than this reader's, the archive holds exactly the
+listed entries, each entry's size and SHA-256 match, and each ``.npy``
+header's shape and dtype account for exactly the entry's bytes (checked
+before anything is allocated); then the component's own ``_set_state``
+checks the arrays' dtypes, shapes and indices against each other, so a
+crafted file cannot drive the compiled code out of bounds, and what the
+restored component would save again must have the file's state keys and
+arrays (a file whose class name was edited fails).  Any failure, including
+``RecursionError``, ``OverflowError`` or ``MemoryError`` raised while
+building the model, raises :class:`ModelFileError` (a ``ValueError``)
+naming the file and what is wrong.  The memory a load takes is bounded by
+the file's own size (about twice the bytes of its arrays, plus the parsed
+metadata, at most 64 MiB of JSON).
 
 Writes are atomic: the archive is written to a temporary file in the target's
-directory, flushed and ``fsync``-ed, then renamed over the target with
-``os.replace``; a crash leaves the previous file intact.
+directory (``.<name>.p<pid>.<random>.tmp``, locked while written), flushed
+and ``fsync``-ed, then renamed over the target with ``os.replace``; a crash
+leaves the previous file intact, and the temporary file a killed save left
+is removed by the next :func:`save` or :func:`load` of that target once its
+writer is gone (see :mod:`onlinemkl._archive`).
 
 Adding a learner (the persistence protocol)
 -------------------------------------------
@@ -133,15 +145,15 @@ import importlib
 import inspect
 import io
 import json
-import os
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from ._archive import (ARRAY_KINDS, FORMAT_NAME, FORMAT_VERSION, MAX_META_BYTES, META, ModelFileError, add_entry,
+                       read_verified, remove_stale_temporaries, write_atomic)
 from ._json_values import decode_value, encode_value
 
 __all__ = [
@@ -155,21 +167,7 @@ __all__ = [
     "registered_name",
 ]
 
-FORMAT_NAME = "onlinemkl-model"
-FORMAT_VERSION = 1
-META = "meta.json"
-
-#: The dtype kinds a model file may hold (no object arrays: they would need pickle).
-ARRAY_KINDS = frozenset("biufcUSMm")
-
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
-#: meta.json is read in full; a larger one is not a model file of ours.
-MAX_META_BYTES = 64 << 20
-
-
-class ModelFileError(ValueError):
-    """A model file that cannot be read: truncated, corrupted, of a newer format, or inconsistent."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -207,8 +205,21 @@ def _protocol_dump(obj):
 
 
 def _protocol_build(cls, params, state, arrays, children):
-    obj = cls(**params)
+    try:
+        obj = cls(**params)
+    except TypeError as exc:  # an unknown parameter name
+        raise ValueError(f"the file's parameters do not fit a {cls.__name__} ({exc}): the metadata names another "
+                         "learner class than the one that wrote the file, or a newer onlinemkl wrote it") from None
     obj._set_state(state, arrays)
+    # A file whose class name was edited can restore "successfully" onto another class (e.g. as an
+    # unfitted model): what the restored model would save again must be what the file holds.
+    again, again_arrays = obj._get_state()
+    if isinstance(state, dict) and isinstance(again, dict) and (set(again) != set(state)
+                                                                or set(again_arrays) != set(arrays)):
+        diff = sorted(map(str, set(state) ^ set(again))) + sorted(set(arrays) ^ set(again_arrays))
+        raise ValueError(f"the file's state does not fit a {cls.__name__} (state keys or arrays differ: "
+                         f"{', '.join(diff[:6])}): the metadata names another learner class than the one "
+                         "that wrote the file")
     return obj
 
 
@@ -338,34 +349,16 @@ class _Writer:
             node["children"].append([encode_value(cname, f"{where}: step name"), self.node(child, f"{where}/{cname}")])
         return node
 
-    @staticmethod
-    def _add(zf, name: str, data: bytes) -> None:
-        info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-        info.compress_type = zipfile.ZIP_STORED
-        info.external_attr = 0o644 << 16
-        zf.writestr(info, data)
-
     def write(self, zf, meta: dict) -> None:
         entries = {}
         for name, arr in self.pending:
             buf = io.BytesIO()
             np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
             data = buf.getvalue()
-            self._add(zf, name, data)
+            add_entry(zf, name, data)
             entries[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
         meta = dict(meta, entries=entries)
-        self._add(zf, META, json.dumps(meta, indent=1, allow_nan=False).encode("utf-8"))
-
-
-def _umask() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022
+        add_entry(zf, META, json.dumps(meta, indent=1, allow_nan=False).encode("utf-8"))
 
 
 def save(model, path, *, extra: dict | None = None) -> Path:
@@ -388,7 +381,6 @@ def save(model, path, *, extra: dict | None = None) -> Path:
     from . import __version__
 
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
     # Everything that can fail on the model's values fails here, before any file is touched.
     w = _Writer()
     meta = {
@@ -398,127 +390,16 @@ def save(model, path, *, extra: dict | None = None) -> Path:
         "model": w.node(model, type(model).__name__),
         "extra": encode_value(extra or {}, "extra"),
     }
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-                w.write(zf, meta)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            mode = path.stat().st_mode & 0o777
-        else:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-    return path
+
+    def write(fh):
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            w.write(zf, meta)
+
+    return write_atomic(path, write)
 
 
 # ----------------------------------------------------------------------------------------
 # Reading
-
-
-def _read_verified(path: Path):
-    """(meta, arrays by entry name) after every container, version and checksum check."""
-    from . import __version__
-
-    def fail(msg):
-        return ModelFileError(f"cannot load model file {str(path)!r}: {msg}")
-
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise fail("no such file") from None
-    except IsADirectoryError:
-        raise fail("it is a directory") from None
-    except OSError as exc:
-        raise fail(exc.strerror or str(exc)) from None
-    with fh:
-        try:
-            zf = zipfile.ZipFile(fh)
-        except zipfile.BadZipFile as exc:
-            size = path.stat().st_size
-            raise fail(f"not an onlinemkl model file, or truncated ({size} bytes; the zip container is "
-                       f"damaged: {exc})") from None
-        except Exception as exc:  # OSError, ValueError, EOFError, NotImplementedError (bad header fields)
-            raise fail(f"the zip container is damaged ({type(exc).__name__}: {exc})") from None
-        with zf:
-            try:
-                names = zf.namelist()
-                if META not in names:
-                    raise fail(f"no {META} in the archive: not an onlinemkl model file")
-                info = zf.getinfo(META)
-                if info.file_size > MAX_META_BYTES:
-                    raise fail(f"{META} is {info.file_size} bytes, larger than any model's metadata")
-                raw = zf.read(META)
-            except ModelFileError:
-                raise
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
-                raise fail(f"{META} is corrupted ({exc})") from None
-            except Exception as exc:  # zlib.error and friends: still a damaged file
-                raise fail(f"{META} is corrupted ({type(exc).__name__}: {exc})") from None
-            try:
-                meta = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise fail(f"{META} is not valid JSON ({exc})") from None
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-                got = meta.get("format") if isinstance(meta, dict) else None
-                raise fail(f"not an onlinemkl model file ({META} names the format {got!r}, not {FORMAT_NAME!r})")
-            version = meta.get("format_version")
-            if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-                raise fail(f"bad format_version {version!r} in {META}")
-            if version > FORMAT_VERSION:
-                raise fail(
-                    f"written in model format version {version} by onlinemkl {meta.get('library_version', '?')}; "
-                    f"this onlinemkl {__version__} reads format version {FORMAT_VERSION} at most: upgrade onlinemkl"
-                )
-            entries = meta.get("entries")
-            if not isinstance(entries, dict) or not isinstance(meta.get("model"), dict):
-                raise fail(f"{META} lacks its 'entries' or 'model' section")
-            listed, present = set(entries), set(names) - {META}
-            if listed - present:
-                raise fail(f"entries missing from the archive: {sorted(listed - present)[:5]}")
-            if present - listed:
-                raise fail(f"unexpected entries in the archive: {sorted(present - listed)[:5]}")
-            if len(names) != len(set(names)):
-                raise fail("duplicate entries in the archive")
-            arrays = {}
-            for name, spec in entries.items():
-                try:
-                    size, digest = int(spec["size"]), str(spec["sha256"])
-                except (TypeError, KeyError, ValueError):
-                    raise fail(f"bad checksum record for {name!r}") from None
-                try:
-                    with zf.open(name) as member:
-                        data = member.read(size + 1)
-                except Exception as exc:  # BadZipFile (CRC), zlib.error, OSError, EOFError
-                    raise fail(f"entry {name!r} is corrupted ({type(exc).__name__}: {exc})") from None
-                if len(data) != size:
-                    raise fail(f"entry {name!r} is {len(data)} bytes, expected {size}")
-                if hashlib.sha256(data).hexdigest() != digest:
-                    raise fail(f"entry {name!r} fails its SHA-256 checksum (the file is corrupted)")
-                try:
-                    arr = np.load(io.BytesIO(data), allow_pickle=False)
-                except Exception as exc:
-                    raise fail(f"entry {name!r} is not a readable .npy array ({exc})") from None
-                if arr.dtype.kind not in ARRAY_KINDS:
-                    raise fail(f"entry {name!r} has dtype {arr.dtype}, which model files never hold")
-                arrays[name] = np.array(arr, order="C", copy=True)
-    return meta, arrays
 
 
 def _build(node, arrays, where, depth=0):
@@ -549,7 +430,8 @@ def _build(node, arrays, where, depth=0):
 def load_with_meta(path):
     """``(model, meta)``: the model and the file's metadata (``meta["extra"]`` decoded)."""
     path = Path(path)
-    meta, arrays = _read_verified(path)
+    remove_stale_temporaries(path)  # left by a save killed before its rename: resuming cleans up
+    meta, arrays = read_verified(path)
     try:
         model = _build(meta["model"], arrays, "model")
         meta = dict(meta)
@@ -557,7 +439,11 @@ def load_with_meta(path):
     except ModelFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        raise ModelFileError(f"cannot load model file {str(path)!r}: inconsistent model state: {exc}") from None
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ModelFileError(f"cannot load model file {str(path)!r}: inconsistent model state: {what}") from None
+    except Exception as exc:  # RecursionError, OverflowError, MemoryError, ...: a crafted file, never a crash
+        raise ModelFileError(f"cannot load model file {str(path)!r}: the model state cannot be built "
+                             f"({type(exc).__name__}: {exc})") from None
     return model, meta
 
 

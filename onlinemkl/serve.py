@@ -31,10 +31,16 @@ learner rejects the example.
 Safe defaults: the server binds to 127.0.0.1, reads lines of at most
 ``max_line_bytes`` (a longer line gets an error reply and is skipped),
 serves at most ``max_clients`` connections, and closes a connection idle
-for ``idle_timeout`` seconds.  :meth:`ModelServer.request_stop` (the
-command's SIGTERM/SIGINT handler) stops accepting, lets every connection
-finish the line it is processing, and :meth:`ModelServer.shutdown` then
-writes the final checkpoint.
+for ``idle_timeout`` seconds, one whose unfinished line started more than
+``line_timeout`` seconds ago, or (with a token) one not authenticated
+within ``auth_timeout`` seconds of connecting: the deadlines run from the
+first byte and from the connection, so a client trickling one byte at a
+time cannot hold its slot.  Replies are sent at once (``TCP_NODELAY``), so
+pipelined requests do not wait for the client's delayed acknowledgement.
+:meth:`ModelServer.request_stop` (the command's SIGTERM/SIGINT handler)
+stops accepting; every connection then answers the complete requests it
+has already received (read without waiting), sends its replies and closes,
+and :meth:`ModelServer.shutdown` writes the final checkpoint.
 
 Example (not executed: it opens a socket)::
 
@@ -66,6 +72,8 @@ DEFAULTS = {
     "max_line_bytes": 1 << 20,
     "max_clients": 32,
     "idle_timeout": 300.0,
+    "line_timeout": 30.0,
+    "auth_timeout": 10.0,
 }
 
 _POLL = 0.1  # seconds between checks of the stop flag
@@ -111,7 +119,7 @@ class ModelServer:
         The default host is the loopback interface: other machines cannot connect.
     token
         If given, the first line of every connection must be ``{"token": token}``.
-    max_line_bytes, max_clients, idle_timeout
+    max_line_bytes, max_clients, idle_timeout, line_timeout, auth_timeout
         The limits described in the module docstring.
     save_path, checkpoint_every
         Write the model to ``save_path`` (atomically) every ``checkpoint_every``
@@ -122,16 +130,22 @@ class ModelServer:
         A file for one-line event messages (default: standard error; None: silent).
     """
 
+    #: Set TCP_NODELAY on every connection (a benchmark turns it off to measure what it buys).
+    nodelay = True
+
     def __init__(self, model, *, host=DEFAULTS["host"], port=0, token=None,
                  max_line_bytes=DEFAULTS["max_line_bytes"], max_clients=DEFAULTS["max_clients"],
-                 idle_timeout=DEFAULTS["idle_timeout"], save_path=None, checkpoint_every=None, save=None,
+                 idle_timeout=DEFAULTS["idle_timeout"], line_timeout=DEFAULTS["line_timeout"],
+                 auth_timeout=DEFAULTS["auth_timeout"], save_path=None, checkpoint_every=None, save=None,
                  log=sys.stderr):
         if max_line_bytes < 16:
             raise ValueError(f"max_line_bytes={max_line_bytes}: must be at least 16")
         if max_clients < 1:
             raise ValueError(f"max_clients={max_clients}: must be at least 1")
-        if not idle_timeout > 0:
-            raise ValueError(f"idle_timeout={idle_timeout}: must be > 0 seconds")
+        for name, value in (("idle_timeout", idle_timeout), ("line_timeout", line_timeout),
+                            ("auth_timeout", auth_timeout)):
+            if not value > 0:
+                raise ValueError(f"{name}={value}: must be > 0 seconds")
         if checkpoint_every is not None and checkpoint_every < 1:
             raise ValueError(f"checkpoint_every={checkpoint_every}: must be at least 1")
         self.model = model
@@ -139,6 +153,8 @@ class ModelServer:
         self.max_line_bytes = int(max_line_bytes)
         self.max_clients = int(max_clients)
         self.idle_timeout = float(idle_timeout)
+        self.line_timeout = float(line_timeout)
+        self.auth_timeout = float(auth_timeout)
         self.save_path = save_path
         self.checkpoint_every = checkpoint_every
         if save is None:
@@ -157,6 +173,9 @@ class ModelServer:
         # JSON keys are strings; a model whose features are numbers (LIBSVM, arrays) reads "3" as 3.
         cols = getattr(getattr(_final(model), "_features", None), "columns", None)
         self.numbered_features = bool(cols) and all(isinstance(k, int) and not isinstance(k, bool) for k in cols)
+        from ._feature_check import FeatureCheck  # None: predict examples whose feature names differ
+
+        self.feature_check = FeatureCheck(model)
         try:
             self._sock = socket.create_server((host, port), family=_family(host), backlog=64)
         except OSError as exc:
@@ -199,6 +218,11 @@ class ModelServer:
 
     def _admit(self, conn, addr):
         conn.setblocking(True)
+        if self.nodelay:  # a reply goes out at once, not after the client's delayed ACK (~40 ms)
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover - not a TCP socket
+                pass
         conn.settimeout(self.idle_timeout)  # bounds a send to a client that does not read
         with self._clients_lock:
             if len(self._clients) >= self.max_clients:
@@ -252,18 +276,22 @@ class ModelServer:
 
     def _serve_client(self, conn, addr):
         sel = selectors.DefaultSelector()
+        c = _Connection(authed=self.token is None, now=time.monotonic())
         try:
             sel.register(conn, selectors.EVENT_READ)
-            buf = bytearray()
-            discarding = False  # skipping the rest of an over-long line
-            authed = self.token is None
-            line_no = 0
-            last = time.monotonic()
-            while not self._stop.is_set():
-                if not sel.select(timeout=_POLL):
-                    if time.monotonic() - last > self.idle_timeout:
-                        self._send(conn, {"error": f"idle for {self.idle_timeout:g} s: closing (--idle-timeout)"})
-                        return
+            while True:
+                if self._stop.is_set():
+                    self._drain(conn, c)  # answer the requests the client already sent, then close
+                    return
+                ready = sel.select(timeout=_POLL)
+                now = time.monotonic()
+                why = self._overdue(c, now)  # checked on every turn: a byte now and then does not reset it
+                if why:
+                    self.n_errors += 1
+                    self._send(conn, {"error": why})
+                    self._log(f"closed {addr[0]}:{addr[1]}: {why}")
+                    return
+                if not ready:
                     continue
                 try:
                     chunk = conn.recv(65536)
@@ -273,58 +301,113 @@ class ModelServer:
                     return
                 if not chunk:
                     return  # the client closed; a partial line is dropped unprocessed
-                last = time.monotonic()
-                buf += chunk
-                while not self._stop.is_set():
-                    i = buf.find(b"\n")
-                    if discarding:
-                        if i < 0:
-                            buf.clear()
-                            break
-                        del buf[: i + 1]
-                        discarding = False
-                        continue
-                    if i < 0:
-                        if len(buf) > self.max_line_bytes:
-                            line_no += 1
-                            self.n_errors += 1
-                            buf.clear()
-                            discarding = True
-                            if not self._send(conn, {"error": f"line longer than {self.max_line_bytes} bytes "
-                                                              "(--max-line-bytes): skipped", "line": line_no}):
-                                return
-                        break
-                    line = bytes(buf[:i])
-                    del buf[: i + 1]
-                    line_no += 1
-                    if len(line) > self.max_line_bytes:
-                        self.n_errors += 1
-                        if not self._send(conn, {"error": f"line longer than {self.max_line_bytes} bytes "
-                                                          "(--max-line-bytes): skipped", "line": line_no}):
-                            return
-                        continue
-                    if not line.strip():
-                        line_no -= 1
-                        continue
-                    if not authed:
-                        if self._check_token(line):
-                            authed = True
-                            if not self._send(conn, {"ok": True}):
-                                return
-                            continue
-                        self._send(conn, {"error": "authentication failed: the first line must be "
-                                                   '{"token": "..."} with the server\'s token'})
-                        return
-                    reply = self.handle_line(line)
-                    if "error" in reply:
-                        reply["line"] = line_no
-                    if not self._send(conn, reply):
-                        return
+                c.last = now
+                if not self._feed(conn, c, chunk, now):
+                    return
         finally:
             sel.close()
             _close(conn)
             with self._clients_lock:
                 self._clients.discard(threading.current_thread())
+
+    def _overdue(self, c, now):
+        """Why the connection must close now (a deadline passed), or None."""
+        if not c.authed and now - c.connected > self.auth_timeout:
+            return (f"no token within {self.auth_timeout:g} s of connecting: closing (--auth-timeout)")
+        if c.line_start is not None and now - c.line_start > self.line_timeout:
+            return (f"line {c.line_no + 1} not finished within {self.line_timeout:g} s of its first byte: "
+                    "closing (--line-timeout)")
+        if now - c.last > self.idle_timeout:
+            return f"idle for {self.idle_timeout:g} s: closing (--idle-timeout)"
+        return None
+
+    def _drain(self, conn, c):
+        """On stop: read what the client has already sent (without waiting), answer every complete line,
+        then close gracefully so that the replies reach the client."""
+        got = 0
+        try:
+            conn.settimeout(0.0)
+            while got <= self.max_line_bytes + (1 << 20):
+                try:
+                    chunk = conn.recv(65536)
+                except (BlockingIOError, InterruptedError, socket.timeout):
+                    break
+                if not chunk:
+                    break
+                got += len(chunk)
+                c.buf += chunk
+            conn.settimeout(self.idle_timeout)
+        except OSError:
+            return
+        if c.buf and not self._feed(conn, c, b"", time.monotonic()):
+            return
+        try:  # our FIN after the replies; read (and drop) what still comes for a moment, so no RST cuts them
+            conn.shutdown(socket.SHUT_WR)
+            conn.settimeout(0.2)
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline and conn.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def _feed(self, conn, c, chunk: bytes, now: float) -> bool:
+        """Answer every complete line in the buffer (all of them, even while stopping); False: close."""
+        buf = c.buf
+        buf += chunk
+        completed = False
+        while True:
+            i = buf.find(b"\n")
+            if c.discarding:
+                if i < 0:
+                    buf.clear()
+                    break
+                del buf[: i + 1]
+                c.discarding = False
+                completed = True
+                continue
+            if i < 0:
+                if len(buf) > self.max_line_bytes:
+                    c.line_no += 1
+                    self.n_errors += 1
+                    buf.clear()
+                    c.discarding = True
+                    if not self._send(conn, {"error": f"line longer than {self.max_line_bytes} bytes "
+                                                      "(--max-line-bytes): skipped", "line": c.line_no}):
+                        return False
+                break
+            line = bytes(buf[:i])
+            del buf[: i + 1]
+            completed = True
+            c.line_no += 1
+            if len(line) > self.max_line_bytes:
+                self.n_errors += 1
+                if not self._send(conn, {"error": f"line longer than {self.max_line_bytes} bytes "
+                                                  "(--max-line-bytes): skipped", "line": c.line_no}):
+                    return False
+                continue
+            if not line.strip():
+                c.line_no -= 1
+                continue
+            if not c.authed:
+                if self._check_token(line):
+                    c.authed = True
+                    if not self._send(conn, {"ok": True}):
+                        return False
+                    continue
+                self._send(conn, {"error": "authentication failed: the first line must be "
+                                           '{"token": "..."} with the server\'s token'})
+                return False
+            reply = self.handle_line(line)
+            if "error" in reply:
+                reply["line"] = c.line_no
+            if not self._send(conn, reply):
+                return False
+        # The deadline of a line runs from its first byte: a new partial line starts now.
+        if buf or c.discarding:
+            c.line_start = now if completed or c.line_start is None else c.line_start
+        else:
+            c.line_start = None
+        return True
 
     def _check_token(self, line: bytes) -> bool:
         try:
@@ -387,6 +470,9 @@ class ModelServer:
         if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
             raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
+            bad = None if "y" in req or self.feature_check is None else self.feature_check.message(x)
+            if bad:
+                raise RequestError(f"{bad}; send the model's features, or serve with --allow-feature-mismatch")
             reply["prediction"] = _jsonable(self.model.predict_one(x))
             if req.get("proba"):
                 proba = self.model.predict_proba_one(x)
@@ -418,6 +504,20 @@ class ModelServer:
         if self.save_path is not None and self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
             self._save(self.model, self.save_path)
             self._since_checkpoint = 0
+
+
+class _Connection:
+    """What the server tracks of one connection: its buffer, line count and deadlines."""
+
+    __slots__ = ("buf", "discarding", "authed", "line_no", "connected", "last", "line_start")
+
+    def __init__(self, authed: bool, now: float):
+        self.buf = bytearray()
+        self.discarding = False  # skipping the rest of an over-long line
+        self.authed = authed
+        self.line_no = 0
+        self.connected = self.last = now
+        self.line_start = None  # when the first byte of the unfinished line arrived
 
 
 def _final(model):

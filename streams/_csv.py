@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from collections import deque
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Tuple
 
 from ._base import LineReader, _BadLine, to_float
@@ -121,24 +122,32 @@ class CSVReader(LineReader):
                     t_conv = self.target_type
         return features, target, t_index, t_conv, len(header)
 
+    def _malformed(self, feed: "_Feed", exc: Exception) -> None:
+        """Report a record ``csv`` cannot parse; after an unterminated quote, re-read the lines after it."""
+        first, last = feed.first or feed.last, feed.last
+        opened = feed.open_quote(self.delimiter, self.quotechar)
+        if opened is None:
+            span = f" (record spans lines {first}-{last})" if last > first else ""
+            self._bad(first, f"malformed CSV: {exc}{span}",
+                      f"fix the quoting (a field containing {self.delimiter!r}, a quote or a line "
+                      "break must be quoted, quotes inside doubled)")
+            return
+        start = f" (in the record starting at line {first})" if first != opened else ""
+        self._bad(opened, f"unterminated quote: the quote opened at line {opened}{start} is never "
+                  f"closed (the parser read to line {last}: {exc})",
+                  "close the quote (a quote inside a quoted field is written twice: \"\")")
+        feed.reread_after(opened)  # on_error="skip"/"warn": the lines it swallowed are records again
+
     # -- records ---------------------------------------------------------------
     def _records(self) -> Iterator[Tuple[dict, Any]]:
-        state = {"first": None, "last": 0}
         lines = self._lines()
-
-        def feed():
-            for line_no, text in lines:
-                if state["first"] is None:
-                    state["first"] = line_no
-                state["last"] = line_no
-                yield text + "\n"
-
-        rows = csv.reader(feed(), delimiter=self.delimiter, quotechar=self.quotechar,
+        feed = _Feed(lines, self._source_options["max_line_bytes"] + 2 * csv.field_size_limit())
+        rows = csv.reader(feed, delimiter=self.delimiter, quotechar=self.quotechar,
                           strict=True)
         try:
             header = None
             while header is None:
-                state["first"] = None
+                feed.start_record()
                 try:
                     row = next(rows)
                 except StopIteration:
@@ -146,30 +155,29 @@ class CSVReader(LineReader):
                                       "empty); the first line must name the columns",
                                       source=self.source_name) from None
                 except csv.Error as exc:
-                    raise self._fatal(state["first"] or state["last"],
-                                      f"cannot parse the header row ({exc})") from None
+                    opened = feed.open_quote(self.delimiter, self.quotechar)
+                    what = (f"an unterminated quote opened at line {opened}" if opened is not None
+                            else str(exc))
+                    raise self._fatal(opened or feed.first or feed.last,
+                                      f"cannot parse the header row ({what})") from None
                 if any(cell.strip() for cell in row):
                     header = [cell.strip() for cell in row]
             self.columns = header
-            features, target, t_index, t_conv, n_cols = self._plan(header, state["first"])
+            features, target, t_index, t_conv, n_cols = self._plan(header, feed.first)
             missing = self.missing
             delim = self.delimiter
             while True:
-                state["first"] = None
+                feed.start_record()
                 try:
                     row = next(rows)
                 except StopIteration:
                     return
                 except csv.Error as exc:
-                    first, last = state["first"] or state["last"], state["last"]
-                    span = f" (record spans lines {first}-{last})" if last > first else ""
-                    self._bad(first, f"malformed CSV: {exc}{span}",
-                              f"fix the quoting (a field containing {delim!r}, a quote "
-                              "or a line break must be quoted, quotes inside doubled)")
+                    self._malformed(feed, exc)
                     continue
                 if not any(cell.strip() for cell in row):
                     continue  # blank line: not a record
-                line_no = state["first"]
+                line_no = feed.first
                 try:
                     if len(row) != n_cols:
                         raise _BadLine(f"has {len(row)} fields, the header has {n_cols}",
@@ -218,6 +226,68 @@ class CSVReader(LineReader):
                 yield x, y
         finally:
             lines.close()
+
+
+class _Feed:
+    """The lines :mod:`csv` parses, remembering those of the record in progress (up to ``cap``
+    characters) to find where an unterminated quote opened and to re-read the lines after it."""
+
+    def __init__(self, lines, cap: int):
+        self._lines = lines
+        self._pending: deque = deque()
+        self._record: list = []
+        self._size = 0
+        self._cap = cap
+        self.first: Optional[int] = None
+        self.last = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if self._pending:
+            line_no, text = self._pending.popleft()
+        else:
+            line_no, text = next(self._lines)
+        if self.first is None:
+            self.first = line_no
+        self.last = line_no
+        if self._size <= self._cap:
+            self._record.append((line_no, text))
+            self._size += len(text)
+        return text + "\n"
+
+    def start_record(self) -> None:
+        self.first = None
+        self._record.clear()
+        self._size = 0
+
+    def open_quote(self, delimiter: str, quotechar: str) -> Optional[int]:
+        """The line where a quote still open at the end of the record's lines opened, or None."""
+        if not quotechar or self._size > self._cap:
+            return None
+        in_quote, opened, at_start = False, None, True
+        for line_no, text in self._record:
+            i, n = 0, len(text)
+            while i < n:
+                ch = text[i]
+                if in_quote:
+                    if ch == quotechar:
+                        if i + 1 < n and text[i + 1] == quotechar:
+                            i += 1  # a doubled quote inside the field
+                        else:
+                            in_quote = False
+                elif ch == quotechar and at_start:
+                    in_quote, opened = True, line_no
+                at_start = not in_quote and ch == delimiter
+                i += 1
+            at_start = True  # a line break inside quotes is part of the field; outside, a new record
+        return opened if in_quote else None
+
+    def reread_after(self, line_no: int) -> None:
+        """Hand the remembered lines after ``line_no`` to the parser again (before any new line)."""
+        if self._size <= self._cap:
+            self._pending.extendleft(reversed([item for item in self._record if item[0] > line_no]))
 
 
 def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = True,
@@ -293,7 +363,8 @@ def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = Tr
     number, or a **non-finite** number (``nan``, ``inf``, ``1e999``: learners
     reject them; list them in ``missing=`` to drop them instead), the label is
     missing, a converter fails, the quoting is malformed (reported at the
-    record's first line), or the line cannot be decoded or is longer than
+    record's first line; an unterminated quote at the line where it opened, and
+    with ``on_error="skip"`` the lines it swallowed are read again as records), or the line cannot be decoded or is longer than
     ``max_line_bytes``. Problems with the header itself (no header, an unnamed
     or duplicate column, ``target`` / ``drop`` / ``categorical`` / ``converters``
     naming an unknown column), failing to open the source and network errors

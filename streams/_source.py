@@ -129,8 +129,10 @@ def open_source(source: Any, *, encoding: str = "utf-8",
         ``tcp://`` only: seconds to wait for the connection to be accepted.
     max_line_bytes : int, default 1 MiB
         Longest accepted line (bytes for binary sources, characters for text).
-        A longer line is read to its end in bounded pieces, discarded and
-        reported as a bad line, so an endless line cannot exhaust memory.
+        A longer line is reported as a bad line as soon as it passes the limit
+        (so with ``on_bad`` raising, a line without end is not read further),
+        then read to its end in bounded pieces and discarded, so an endless
+        line cannot exhaust memory.
     on_bad : callable or None
         ``on_bad(line_no, problem, fix)`` is called for a line that is too long
         or cannot be decoded; if it returns, the line is skipped. ``None``
@@ -248,11 +250,13 @@ def _from_readline(readline, limit: int) -> Iterator[Tuple[Any, bool]]:
                 if not more:
                     yield raw, False
                     continue
-            while True:  # drain the rest of the line without keeping it
+            # Report first (on_error="raise" stops here, so a line without end is not read forever),
+            # then drain the rest of the line without keeping it.
+            yield raw[:0], True
+            while True:
                 more = readline(65536)
                 if not more or more.endswith(nl):
                     break
-            yield raw[:0], True
         else:
             yield raw, False
 

@@ -4,7 +4,6 @@ import argparse
 import inspect
 import io
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -168,7 +167,7 @@ def test_train_from_a_socket(capsys, tmp_path):
     t.start()
     out = tmp_path / "tcp.omkl"
     code, stdout, err = run(capsys, "train", f"tcp://127.0.0.1:{port}", "--format", "jsonl", "-p", "budget=50",
-                            "--save", out, "--timeout", "10")
+                            "--task", "classification", "--save", out, "--timeout", "10")
     t.join(5)
     assert code == 0, err
     assert "examples learnt  : 300" in stdout
@@ -413,9 +412,14 @@ def test_sigterm_writes_a_checkpoint_and_resume_finishes(capsys, big, tmp_path):
     argv = _train_argv(src, ck)
     argv[argv.index("--checkpoint-every") + 1] = "100000"  # only the signal writes a checkpoint
     proc = _start(argv)
+    lines = []
+    reader = threading.Thread(target=lambda: [lines.append(line) for line in proc.stderr], daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 60
-        while not _learning(proc) and time.monotonic() < deadline:  # wait until it reads the data
+        # The task is printed once the model exists (the source's first labels sampled): from then
+        # on a signal writes a checkpoint.
+        while not any(b"task:" in line for line in lines) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
@@ -423,31 +427,14 @@ def test_sigterm_writes_a_checkpoint_and_resume_finishes(capsys, big, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    err = proc.stderr.read().decode()
+    reader.join(10)
+    err = b"".join(lines).decode()
     assert "SIGTERM: stopped after" in err and "checkpoint written" in err and "Traceback" not in err
     stopped_at = _consumed(ck)
     assert stopped_at is not None and stopped_at < 6000
     code, _, err = run(capsys, *argv)
     assert code == 0, err
     assert_same_state(load(ck), load(done))
-
-
-def _learning(proc):
-    """True once the child has the data file open, i.e. its signal handlers are installed."""
-    if proc.poll() is not None:
-        return True
-    try:
-        fds = os.listdir(f"/proc/{proc.pid}/fd")
-    except OSError:  # no /proc: fall back to a generous delay
-        time.sleep(3)
-        return True
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{proc.pid}/fd/{fd}").endswith("stream.csv"):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 # -- every learner through the command ------------------------------------------------------

@@ -60,6 +60,27 @@ def assert_same_state(eng, ref, rtol=1e-9):
     assert eng.w_norm_p() == pytest.approx(ref.w_norm_p(), rel=rtol)
 
 
+def assert_same_rows_summed(eng, ref, rtol=1e-9):
+    """The engine's and the reference's coefficients summed per distinct stored row (and class pair
+    sign pattern), group norms and kernel weights: the same predictor however the rows are split."""
+    def summed(rows, M):
+        out = {}
+        for r, c in zip(rows, M):
+            key = np.asarray(r, dtype=np.float64).tobytes()
+            out[key] = out.get(key, 0.0) + c
+        return out
+    sc = eng.fstate[co.F_SCALE]
+    mine = summed(eng.buf.S[:eng.n_support, :D], eng.coefficient_matrix() * sc)
+    theirs = summed(ref.X, ref.coefficient_matrix())
+    assert mine.keys() == theirs.keys()
+    scale = max(np.abs(v).max() for v in theirs.values())
+    for k in theirs:
+        np.testing.assert_allclose(mine[k], theirs[k], rtol=rtol, atol=rtol * scale)
+    tsq = ref.theta_sq()
+    np.testing.assert_allclose(eng.theta_sq * sc * sc, tsq, rtol=rtol, atol=rtol * max(tsq.max(), 1e-300))
+    np.testing.assert_allclose(eng.kernel_weights(), ref.kernel_weights(), rtol=rtol, atol=rtol)
+
+
 def run_both(eng, ref, X, y, switch_at):
     for i in range(X.shape[0]):
         if i == switch_at:
@@ -129,8 +150,12 @@ def test_fit_matches_reference_fit(n_classes, budget, eviction):
                           stage1_epochs=3, stage2_epochs=2, budget=budget, eviction=eviction)
     if budget:
         assert clf._engine.istate[co.I_EVICTIONS] > 20
+        assert_same_state(clf._engine, ref)
+    else:
+        # without a budget, fit adds an example's repeated updates to its row: fewer rows, the same sums
+        assert clf._engine.n_support < len(ref.c)
+        assert_same_rows_summed(clf._engine, ref)
     assert clf.R_ == pytest.approx(ref.R, rel=1e-9)
-    assert_same_state(clf._engine, ref)
     Xt, _ = make_data(15, n_classes, seed=11)
     s = clf.decision_function(Xt)
     sr = np.array([ref.scores(x) for x in Xt])
@@ -598,3 +623,31 @@ def test_river_relative_bandwidth_frozen_once_its_group_has_features():
     eng = m._engine
     assert eng.ck.params[0, 0] == 0.5
     recomputed_matches(eng)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_classes):
+    """Where the kernel matrices exceed the cache, ``fit`` computes them in blocks that respect
+    it, and learns the same predictor as from the full matrices."""
+    import onlinemkl.engines.obscure as eo
+    import onlinemkl.obscure as ob
+
+    X, y = make_data(300, n_classes, seed=4)
+    params = dict(kernels=KERNELS, p=1.3, random_state=2, stage1_epochs=2, stage2_epochs=2)
+    full = OBSCUREClassifier(**params).fit(X, y)
+    cap = 8 * len(KERNELS) * 90 * 300  # room for a block of 90 rows against 300 columns
+    sizes = []
+    real = eo.block_kernels
+
+    def recording(Xq, S, ck):
+        sizes.append(Xq.shape[0] * S.shape[0] * ck.n_kernels * 8)
+        return real(Xq, S, ck)
+
+    monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", cap)
+    monkeypatch.setattr(eo, "block_kernels", recording)
+    blocked = OBSCUREClassifier(**params).fit(X, y)
+    assert len(sizes) > 2 * 4 and max(sizes) <= cap  # several blocks per epoch, none past the cap
+    assert blocked.stage1_updates_ == full.stage1_updates_
+    Xt, _ = make_data(40, n_classes, seed=12)
+    np.testing.assert_allclose(blocked.decision_function(Xt), full.decision_function(Xt), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(blocked.kernel_weights_, full.kernel_weights_, rtol=1e-9, atol=1e-12)

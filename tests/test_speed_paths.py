@@ -211,7 +211,8 @@ def test_river_row_fast_path_same_rules():
         assert model._engine.n_features == n
 
 
-def test_fit_precomputed_equals_per_example_steps(monkeypatch):
+def test_fit_precomputed_equals_fit_in_smallest_blocks(monkeypatch):
+    """Full kernel matrices and the bounded blocks (cache 0: chunks of MIN_CHUNK) learn the same model."""
     X, y = _blobs(n=200, classes=3, seed=7)
     fast = OBSCUREClassifier(random_state=1, stage1_epochs=2, stage2_epochs=2).fit(X, y)
     monkeypatch.setattr(_ob, "KERNEL_CACHE_BYTES", 0)

@@ -176,7 +176,11 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     against the buffer is gathered from the precomputed matrices ``Kt[j, i, s]`` (``sv_index[s]``
     is the training index of stored row ``s``, kept up to date here) instead of being
     recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  ``merge`` (int64 ``[slot,
-    stamp]``, or ``[-1, -1]``): where the last example is already stored, see :func:`obscure_step`.
+    stamp]``, or ``[-1, -1]``): where the last example is already stored, see :func:`obscure_step`;
+    with :data:`FROM_MATRIX`, either that or ``2 len(X)`` entries, ``[slot, stamp]`` of the row
+    last stored for each row of ``X`` (kept up to date here), so that an example updated again
+    with the same class pair adds to its row instead of storing a copy: the same predictor,
+    fewer rows.
     Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.  The caller guarantees capacity for
     ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: the fields of
     :class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec` and
@@ -192,6 +196,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     n_updates = 0
     dense = dense_accumulation(coef, g)
     gather = mode == FROM_MATRIX
+    merge_rows = gather and merge.shape[0] == 2 * X.shape[0]
     kv = np.empty((F, ROW_BLOCK if gather else 0))
     ws = np.empty(ROW_BLOCK if gather else 0)
     loss, yhat, updated = 0.0, -1, False
@@ -209,13 +214,20 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
                         kv[j, r] = Kt[j, i, sv_index[i0 + r]]
                 add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g)
             step_mode = SCORES_GIVEN
-        last = t == order.shape[0] - 1
-        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode,
-                                                 merge[0] if last else -1, merge[1] if last else -1)
+        if merge_rows:
+            ms, mt = merge[2 * i], merge[2 * i + 1]
+        elif not gather and t == order.shape[0] - 1:
+            ms, mt = merge[0], merge[1]
+        else:
+            ms, mt = -1, -1
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt)
         if updated:
             n_updates += 1
             if gather:
                 sv_index[slot] = i
+            if merge_rows:
+                merge[2 * i] = slot
+                merge[2 * i + 1] = buf.tstamp[slot]
     return n_updates, loss, yhat, updated, slot
 
 

@@ -32,6 +32,15 @@ The streaming commands compile their learner (or load it from the on-disk
 cache) before they read their source, with a progress bar on a first run, and
 report that time apart from the throughput.
 
+Nothing is guessed silently: a new model's task (``--task``) is the
+``--learner``'s or is inferred from the first labels of the source
+(:mod:`._task`), the label column defaults to the last csv column, and both
+are printed on standard error with the reason; ``predict`` and ``serve``
+refuse examples whose feature names differ from the model's
+(``--allow-feature-mismatch`` to predict anyway); errors name the options.
+``onlinemkl --version`` prints the version; ``python -m onlinemkl`` is the
+same command.
+
 A typical session (not executed here)::
 
     onlinemkl train data.csv --target label --kernel rbf:gamma_scale=1 --kernel linear \\
@@ -79,8 +88,9 @@ Learners are entries of :data:`LEARNERS`; adding one is one
 
 The package follows the command's seams: ``_args`` (the parser), one module per command
 (``_demo``, ``_train``, ``_evaluate``, ``_predict``, ``_serve``, ``_info``, ``_warmup``), and what they
-share: ``_learners`` (learners, parameters, kernels), ``_model`` (build, load, save, describe),
-``_source`` (the readers) and ``_loop`` (signals, rejected examples, progress).
+share: ``_learners`` (learners, parameters, kernels), ``_task`` (classification or regression),
+``_model`` (build, load, save, describe), ``_source`` (the readers) and ``_loop`` (signals,
+rejected examples, progress).
 """
 
 from __future__ import annotations

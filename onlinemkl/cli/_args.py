@@ -9,9 +9,11 @@ from ._demo import _demo
 from ._distributed import add_tune_command, add_workers_options
 from ._evaluate import DEFAULT_METRICS, DEFAULT_REGRESSION_METRICS, METRICS, _evaluate
 from ._info import _info
-from ._learners import DEFAULT_LEARNER, LEARNERS
+from ._learners import LEARNERS
 from ._predict import _predict
 from ._serve import _serve
+from ._task import DEFAULT_LEARNERS, MAX_CLASSES
+from ._task import SAMPLE as TASK_SAMPLE
 from ._train import _train
 from ._warmup import _warmup
 
@@ -52,29 +54,40 @@ def _add_source(p, predict=False):
                    help="the format of SOURCE (default: from the file suffix; required for '-' and tcp://)")
     p.add_argument("--target", default=None,
                    help="the label's column (csv) or key (jsonl); libsvm labels are the first field"
-                        + (" (default: the target the model was trained with)" if predict else
-                           " (default: the saved model's training target, if any)"))
+                        + (" (default: the target the model was trained with, ignored if absent)" if predict else
+                           " (default: the saved model's training target, else the LAST csv column or the "
+                           "jsonl key y; the command prints which)"))
     p.add_argument("--on-error", choices=("raise", "skip", "warn"), default="raise",
                    help="a bad line: stop with an error naming the file and line (raise), skip it silently "
                         "(skip) or with a warning (warn); skipped lines are counted at the end")
     if not predict:
-        p.add_argument("--target-type", choices=("str", "int", "float"), default="str",
+        p.add_argument("--target-type", choices=("str", "int", "float"), default=None,
                        help="csv labels: keep the text (str) or convert it (int, e.g. for 0/1 labels with "
-                            "-p loss=hinge; float); json-lines and libsvm labels are typed already")
+                            "-p loss=hinge; float); json-lines and libsvm labels are typed already (default: "
+                            "from the task: the text for classification, float for regression)")
     p.add_argument("--drop", metavar="COLUMN", action="append", default=None,
                    help="a csv column to ignore, e.g. an id (repeatable; default: none)")
     p.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
                    help="seconds to wait for a tcp:// source to connect and for each line")
 
 
-def _add_model(p, new_only=False):
+def _add_model(p, new_only=False, serve=False):
     g = p.add_argument_group("model (a new one from these options, or --model PATH)")
     if not new_only:
         g.add_argument("--model", metavar="PATH", default=None,
                        help="start from this saved model (incremental retraining; default: a new model from the "
                             "options below)")
-    g.add_argument("--learner", choices=sorted(LEARNERS), default=DEFAULT_LEARNER,
-                   help="the learner (the learners and their parameters are listed at the end)")
+    g.add_argument("--task", choices=("classification", "regression"), default=None,
+                   help="what the labels are; picks the default learner (classification: "
+                        f"{DEFAULT_LEARNERS['classification']}, regression: {DEFAULT_LEARNERS['regression']}) "
+                        + ("(default: classification; the command prints it)" if serve else
+                           f"(default: from --learner, else inferred from the first {TASK_SAMPLE} labels: text "
+                           f"or at most {MAX_CLASSES} distinct whole numbers is classification, numbers with "
+                           "fractions or more distinct values regression; the command prints the choice and "
+                           "why; required for a tcp:// source)"))
+    g.add_argument("--learner", choices=sorted(LEARNERS), default=None,
+                   help="the learner (the learners and their parameters are listed at the end) (default: "
+                        "the task's learner, see --task)")
     g.add_argument("--param", "-p", metavar="KEY=VALUE", action="append", default=None,
                    help="a learner parameter (repeatable), e.g. -p budget=2000 -p p=1.1; values none, "
                         "true/false, numbers or strings (default: the learner's defaults, listed at the end)")
@@ -104,6 +117,7 @@ def _add_no_progress(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
     from ..serve import DEFAULTS
 
     parser = argparse.ArgumentParser(
@@ -113,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "'onlinemkl COMMAND --help' for a command's options and their defaults."),
     )
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks of errors (debugging)")
+    parser.add_argument("--version", action="version", version=f"onlinemkl {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = _command(sub, "demo", _demo, "prequential OBSCURE on river's bundled ImageSegments stream",
@@ -136,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
         "checkpoint and exit with 128 + the signal number.",
         example="onlinemkl train data.csv --target label -k rbf:gamma_scale=1 -k linear -p budget=2000 \\\n"
                 "    --save model.omkl --checkpoint-every 10000 --resume\n"
-                "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --save model.omkl",
+                "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --task classification \\\n"
+                "    --save model.omkl",
         learners=True)
     _add_source(train)
     _add_model(train)
@@ -183,12 +200,25 @@ def build_parser() -> argparse.ArgumentParser:
         "Predict every example of SOURCE with a saved model, which does not learn: one line per example, "
         "in order, with the predicted label, or with --proba a JSON object {\"prediction\": ..., "
         "\"classes\": [...], \"proba\": [...]}. The label column of SOURCE, if any, is ignored.",
+        "--proba's columns: \"classes\" lists the model's classes in the order it first met them in "
+        "training (false, true for a binary hinge model), the same list on every line; proba[i] is the "
+        "probability of classes[i] (onlinemkl info MODEL prints the classes in that order).",
+        "An example whose feature names differ from those the model was trained on (a feature the "
+        "model never saw, which it would ignore, or one it knows that is absent, which would read as "
+        "0, the training mean after the scaler) stops the run with an error naming them, unless "
+        "--allow-feature-mismatch. Absent features are normal in libsvm sources (zeros are left out) "
+        "and are not reported there.",
         example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
                 "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba")
     pr.add_argument("model_file", metavar="MODEL", help="a model file written by train, evaluate, serve or save()")
     _add_source(pr, predict=True)
     pr.add_argument("--output", "-o", metavar="PATH", default=None, help="write here (default: standard output)")
-    pr.add_argument("--proba", action="store_true", help="JSON lines with the class probabilities")
+    pr.add_argument("--proba", action="store_true",
+                    help="JSON lines with the class probabilities: proba[i] is that of classes[i], the classes in "
+                         "the order the model first met them in training, the same on every line")
+    pr.add_argument("--allow-feature-mismatch", action="store_true",
+                    help="predict examples with unknown or missing feature names (default: an error naming "
+                         "them; with --on-error skip/warn the example is skipped)")
 
     sv = _command(
         sub, "serve", _serve, "a TCP server: JSON lines in, predictions out (and learning from labelled lines)",
@@ -198,12 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
         "{\"prediction\": ...} or {\"error\": ..., \"line\": N}; a bad line leaves the model unchanged "
         "and the connection open. With a token, the first line of a connection must be "
         "{\"token\": \"...\"}.",
+        "A prediction request (no \"y\") whose feature names differ from the model's gets an error reply "
+        "naming the unknown and missing ones, unless --allow-feature-mismatch.",
         "The first line on standard output is {\"listening\": \"HOST:PORT\", ...}. SIGTERM/SIGINT stop "
         "accepting connections, let each connection finish the line in progress, write --save and exit 0.",
         example="onlinemkl serve --model model.omkl --port 8765 --save model.omkl --token-file token.txt\n"
                 "printf '{\"token\": \"...\"}\\n{\"x\": {\"f1\": 0.3}}\\n' | nc 127.0.0.1 8765",
         learners=True)
-    _add_model(sv)
+    _add_model(sv, serve=True)
     sv.add_argument("--host", default=DEFAULTS["host"],
                     help=f"the address to listen on (default: {DEFAULTS['host']}, local connections only; "
                          "0.0.0.0 exposes the model to the network: use a token then)")
@@ -220,6 +252,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="most simultaneous connections; more are refused with an error line")
     sv.add_argument("--idle-timeout", metavar="SECONDS", type=float, default=DEFAULTS["idle_timeout"],
                     help="close a connection silent for this long")
+    sv.add_argument("--line-timeout", metavar="SECONDS", type=float, default=DEFAULTS["line_timeout"],
+                    help="close a connection whose request line is not finished this long after its first byte")
+    sv.add_argument("--auth-timeout", metavar="SECONDS", type=float, default=DEFAULTS["auth_timeout"],
+                    help="with a token: close a connection not authenticated this long after it connected")
+    sv.add_argument("--allow-feature-mismatch", action="store_true",
+                    help="answer prediction requests whose feature names differ from the model's (default: an "
+                         "error reply naming the unknown and missing features)")
     sv.add_argument("--save", metavar="PATH", default=None,
                     help="write the model here at shutdown and every --checkpoint-every learnt examples "
                          "(default: not saved)")

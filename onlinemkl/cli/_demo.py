@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
+from ._errors import CommandError, option_message
 from ._model import kernel_label
 from ._warmup import compile_first, compile_note
 
@@ -16,7 +17,10 @@ def _demo(args) -> int:
     from ..river import OBSCUREClassifier
 
     data = datasets.ImageSegments()
-    model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=args.budget)
+    try:
+        model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=args.budget)
+    except (TypeError, ValueError) as exc:
+        raise CommandError(option_message(str(exc), {"budget": "--budget"})) from None
     clf = model["OBSCUREClassifier"]
     acc = metrics.Accuracy()
     print(f"onlinemkl demo: OBSCURE, prequential pass over river's ImageSegments "

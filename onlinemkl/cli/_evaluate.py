@@ -8,9 +8,9 @@ import sys
 import time
 
 from ._errors import CommandError
-from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, rejected, start_run
-from ._model import _kernels_of, _model_from_args, _print_weights, _target_default, describe, final_step, \
-    kernel_label, save_model
+from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, open_run, rejected, start_run
+from ._model import _kernels_of, _model_from_args, _print_weights, describe, final_step, kernel_label, save_model, \
+    show_notes
 from ._source import _report_skips
 from ._train import _train_extra
 from ._warmup import compile_note
@@ -46,7 +46,8 @@ def _evaluate(args) -> int:
             import matplotlib.pyplot  # noqa: F401
         except ImportError:
             raise CommandError("--plot needs matplotlib: python -m pip install matplotlib") from None
-    model, meta = _model_from_args(args)
+    model, meta = _model_from_args(args, new=False)
+    model, src, notes = open_run(args, model, meta)
     regression = _is_regressor(final_step(model))
     names = args.metric or list(DEFAULT_REGRESSION_METRICS if regression else DEFAULT_METRICS)
     wrong = [n for n in names if (n in REGRESSION_METRICS) != regression]
@@ -56,8 +57,8 @@ def _evaluate(args) -> int:
                            f"{', '.join(n for n in sorted(METRICS) if (n in REGRESSION_METRICS) == regression)})")
     metrics = {name: getattr(rm, METRICS[name])() for name in names}
     need_proba = any(not getattr(m, "requires_labels", True) for m in metrics.values())
-    target = _target_default(args, meta)
-    learner, t_compile, src = start_run(model, args, target)
+    show_notes(notes, "evaluate")
+    learner, t_compile = start_run(model, args, src)
     curve = []  # (n, {metric: value}, kernel weights)
     n = 0
     n_rejected = 0
@@ -115,12 +116,35 @@ def _evaluate(args) -> int:
     _print_weights(learner)
     _report_skips(src, n_rejected, "evaluate")
     if args.plot:
-        _plot(curve, learner, args.plot, describe(model), src.name)
-        print(f"plot             : {args.plot}")
+        short = _short_curve(len(curve), n, args.every)
+        if short:
+            print(f"onlinemkl evaluate: warning: --plot: {short}", file=sys.stderr)
+        if curve:
+            _plot(curve, learner, args.plot, describe(model), src.name)
+            print(f"plot             : {args.plot}" + (" (one point, no curve)" if len(curve) < 2 else ""))
+        else:
+            print("plot             : not written (no example evaluated)")
     if args.save:
         save_model(model, args.save, _train_extra(src, n, status == 0))
         print(f"saved            : {args.save}")
     return status
+
+
+def _short_curve(points, n, every):
+    """Why the learning curve is not a curve (fewer than 2 points), or None.
+
+    >>> print(_short_curve(1, 40, 100))
+    only 40 examples, so the curve has 1 point (one every --every 100 examples, and the last);
+    pass a smaller --every, e.g. --every 4, for a curve
+    """
+    if points >= 2:
+        return None
+    if n == 0:
+        return "no example was evaluated: nothing to plot, no image written"
+    fix = f"pass a smaller --every, e.g. --every {max(1, n // 10)}, for a curve" if n > 1 else \
+        "a curve needs at least 2 examples"
+    return (f"only {n} example{'s' if n != 1 else ''}, so the curve has 1 point (one every --every {every} "
+            f"examples, and the last); {fix}")
 
 
 def _plot(curve, learner, path, title, source):
@@ -129,9 +153,10 @@ def _plot(curve, learner, path, title, source):
     has_w = bool(curve) and curve[-1][2] is not None
     fig, axes = plt.subplots(2 if has_w else 1, 1, figsize=(9, 7 if has_w else 4), sharex=True, squeeze=False)
     xs = [c[0] for c in curve]
+    marker = "o" if len(curve) <= 20 else None  # a single point (or a few) is visible
     ax = axes[0, 0]
     for name in (curve[0][1] if curve else {}):
-        ax.plot(xs, [c[1][name] for c in curve], label=name)
+        ax.plot(xs, [c[1][name] for c in curve], label=name, marker=marker)
     ax.set_ylabel("prequential metric")
     ax.set_title(f"{title} on {os.path.basename(source)}")
     ax.grid(alpha=0.3)
@@ -142,7 +167,7 @@ def _plot(curve, learner, path, title, source):
         W = [c[2] for c in curve]
         for j in range(len(W[0])):
             label = kernel_label(kernels[j]) if kernels is not None and j < len(kernels) else f"kernel {j}"
-            ax.plot(xs, [w[j] for w in W], label=label)
+            ax.plot(xs, [w[j] for w in W], label=label, marker=marker)
         ax.set_ylabel("kernel weight")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)

@@ -48,12 +48,33 @@ class _SignalGuard:
             raise _Stopped(self.pending)
 
 
-def start_run(model, args, target):
-    """``(learner, compile seconds, source)`` of a train or evaluate run: the learner is compiled
-    (:func:`~._warmup.compile_first`) before the source is opened and the clock starts."""
+def open_run(args, model=None, meta=None):
+    """``(model, source, notes)`` of a train or evaluate run.
+
+    ``model`` given (``--model``, a checkpoint): its task types the labels.  Otherwise the
+    source is opened first, so that the task can be inferred from its first labels
+    (:func:`~._model.new_model`).  ``notes`` say which label column and task were chosen and
+    why, for :func:`~._model.show_notes` once the command's own checks have passed.
+    """
+    from ._model import _target_default, new_model, target_note
+    from ._task import model_task
+
+    target = _target_default(args, meta)
+    if model is None:
+        src = Source.from_args(args, target, task="auto")
+        model, task_note = new_model(args, src)
+    else:
+        src = Source.from_args(args, target, task=model_task(model))
+        task_note = None
+    return model, src, [target_note(args, src), task_note]
+
+
+def start_run(model, args, src):
+    """``(learner, compile seconds)`` of a train or evaluate run: the learner is compiled
+    (:func:`~._warmup.compile_first`) before the examples are read and the clock starts."""
     learner = final_step(model)
     t_compile = compile_first(learner, args)
-    return learner, t_compile, Source.from_args(args, target)
+    return learner, t_compile
 
 
 class Examples:

@@ -6,16 +6,24 @@ import dataclasses
 import sys
 
 from ._errors import CommandError
-from ._learners import DEFAULT_LEARNER, LEARNERS, parse_kernel, parse_params
+from ._learners import LEARNERS, parse_kernel, parse_params
 from ._source import _format_or_none
 
 #: Model files written by the command carry this under ``meta["extra"]["train"]``.
 TRAIN_KEY = "train"
 
 
-def build_model(args):
-    """A new model from ``--learner``, ``--param``, ``--kernel`` and ``--no-scale``."""
-    spec = LEARNERS[args.learner]
+def build_model(args, learner=None):
+    """A new model from ``--learner`` (or ``learner``, or ``--task``'s default learner), ``--param``,
+    ``--kernel`` and ``--no-scale``."""
+    from ._task import DEFAULT_LEARNERS
+
+    task = getattr(args, "task", None)
+    name = learner or args.learner or DEFAULT_LEARNERS[task or "classification"]
+    spec = LEARNERS[name]
+    if task is not None and spec.task != task:
+        raise CommandError(f"--task {task} contradicts --learner {name}, a {spec.task} learner; drop one of them "
+                           f"(--learner {DEFAULT_LEARNERS[task]} is the default {task} learner)")
     params = parse_params(args.param, spec)
     if args.kernel:
         source = getattr(args, "source", None)
@@ -25,12 +33,46 @@ def build_model(args):
     try:
         learner = cls(**params)
     except (TypeError, ValueError) as exc:
-        raise CommandError(f"--learner {spec.name}: {exc}") from None
+        raise CommandError(param_message(str(exc), spec, params)) from None
     if args.no_scale:
         return learner
     from river import preprocessing
 
     return preprocessing.StandardScaler() | learner
+
+
+#: Constructor arguments whose command-line spelling differs from ``--param NAME``.
+_PARAM_FLAGS = {"kernels": "--kernel", "random_state": "--param seed"}
+
+
+def param_message(message: str, spec, params=()) -> str:
+    """A learner's error about one of its arguments, naming the option that set it.
+
+    >>> from onlinemkl.cli import LEARNERS
+    >>> param_message("lam=-1: must be > 0.0", LEARNERS["obscure"], {"lam": -1})
+    '--param lam=-1: must be > 0.0 (learner obscure)'
+    >>> param_message("random_state='x': expected an integer", LEARNERS["polymkl"], {"seed": "x"})
+    "--param seed='x': expected an integer (learner polymkl)"
+    """
+    import re
+
+    m = re.match(r"(\w+)\b", message)
+    name = m.group(1) if m else None
+    if name in _PARAM_FLAGS or name in spec.params or name in params:
+        flag = _PARAM_FLAGS.get(name, f"--param {name}")
+        return f"{flag}{message[len(name):]} (learner {spec.name})"
+    return f"--learner {spec.name}: {message}"
+
+
+def new_model(args, src):
+    """``(model, note)``: a new model for ``train``/``evaluate`` of the task and learner chosen by
+    :func:`~._task.choose` (the note says which and why), the source's labels typed for that task."""
+    from ._task import choose
+
+    task, learner, note = choose(args, src)
+    model = build_model(args, learner)
+    src.set_task(task)
+    return model, note
 
 
 def final_step(model):
@@ -75,17 +117,19 @@ def save_model(model, path, extra=None):
         raise CommandError(f"cannot save the model: {exc}") from None
 
 
-def _model_from_args(args):
-    """``(model, meta or None)``: ``--model PATH`` if given, else a new model."""
+def _model_from_args(args, new=True):
+    """``(model, meta or None)``: ``--model PATH`` if given, else a new model (``new=False``: None,
+    for the commands that choose the task from their source first)."""
     if getattr(args, "model", None):
         _reject_model_options(args, "--model")
         return load_model(args.model)
-    return build_model(args), None
+    return (build_model(args) if new else None), None
 
 
 def _reject_model_options(args, why):
     given = [opt for opt, val in (("--param", args.param), ("--kernel", args.kernel),
-                                  ("--learner", args.learner != DEFAULT_LEARNER), ("--no-scale", args.no_scale)) if val]
+                                  ("--learner", args.learner), ("--task", getattr(args, "task", None)),
+                                  ("--no-scale", args.no_scale)) if val]
     if given:
         raise CommandError(f"{', '.join(given)} cannot be combined with {why}: the saved model has its own learner "
                            "and parameters (see onlinemkl info)")
@@ -136,3 +180,19 @@ def _target_default(args, meta):
     if args.target is None and meta:
         return (meta.get("extra") or {}).get(TRAIN_KEY, {}).get("target")
     return args.target
+
+
+def target_note(args, src):
+    """Which label column a command uses when ``--target`` was not given (else None)."""
+    if args.target is not None:
+        return None
+    if src.target_given:
+        return f"target: {src.target!r}, the saved model's training target (--target NAME for another)"
+    return src.target_note()
+
+
+def show_notes(notes, command):
+    """The command's notes (target, task) on standard error, one line each."""
+    for note in notes:
+        if note:
+            print(f"onlinemkl {command}: {note}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from .._feature_check import FeatureCheck
 from ._errors import CommandError
 from ._model import _target_default, describe, final_step, load_model
 from ._source import Source, _report_skips
@@ -21,6 +22,9 @@ def _predict(args) -> int:
         print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
     target = _target_default(args, meta)
     src = Source.from_args(args, target, labelled=False)
+    sparse = True if src.format == "libsvm" else None  # LIBSVM leaves zeros out: absent is normal
+    check = None if args.allow_feature_mismatch else FeatureCheck(model, sparse=sparse)
+    classes = None  # --proba: the class order of the first line, kept for every line
     out = sys.stdout
     if args.output and args.output != "-":
         try:
@@ -37,6 +41,9 @@ def _predict(args) -> int:
             except StopIteration:
                 break
             try:
+                bad = check.message(x) if check is not None else None
+                if bad:
+                    raise ValueError(f"{bad}; check the source's columns, or pass --allow-feature-mismatch")
                 pred = model.predict_one(x)
                 proba = model.predict_proba_one(x) if args.proba else None
             except (TypeError, ValueError) as exc:
@@ -49,8 +56,10 @@ def _predict(args) -> int:
 
                 rec = {"prediction": _jsonable(pred)}
                 if proba is not None:
-                    rec["classes"] = [_jsonable(c) for c in proba]
-                    rec["proba"] = [float(p) for p in proba.values()]
+                    if classes is None or set(proba) != set(classes):
+                        classes = list(proba)
+                    rec["classes"] = [_jsonable(c) for c in classes]
+                    rec["proba"] = [float(proba[c]) for c in classes]
                 out.write(json.dumps(rec) + "\n")
             else:
                 out.write(("" if pred is None else str(pred)) + "\n")

@@ -8,9 +8,14 @@ import signal
 import sys
 from pathlib import Path
 
-from ._errors import CommandError
+from ._errors import CommandError, option_message
 from ._model import _model_from_args, describe, final_step
 from ._warmup import compile_first, compile_note
+
+
+#: ModelServer's arguments -> the options that set them.
+_SERVER_FLAGS = {"max_line_bytes": "--max-line-bytes", "max_clients": "--max-clients",
+                 "idle_timeout": "--idle-timeout", "checkpoint_every": "--checkpoint-every"}
 
 
 def _serve(args) -> int:
@@ -28,6 +33,8 @@ def _serve(args) -> int:
         raise CommandError("--token: the token is empty")
     if args.checkpoint_every is not None and (args.checkpoint_every < 1 or not args.save):
         raise CommandError("--checkpoint-every N needs N >= 1 and --save PATH")
+    if not 0 <= args.port <= 65535:
+        raise CommandError(f"--port {args.port}: must be 0..65535 (0: any free port)")
     model, meta = _model_from_args(args)
     note = compile_note(compile_first(final_step(model), args))  # before the first client
     if note:
@@ -41,10 +48,21 @@ def _serve(args) -> int:
     try:
         server = ModelServer(model, host=args.host, port=args.port, token=token,
                              max_line_bytes=args.max_line_bytes, max_clients=args.max_clients,
-                             idle_timeout=args.idle_timeout, save_path=args.save,
+                             idle_timeout=args.idle_timeout, line_timeout=args.line_timeout,
+                             auth_timeout=args.auth_timeout, save_path=args.save,
                              checkpoint_every=args.checkpoint_every, save=save_with_extra, log=sys.stderr)
     except (OSError, ValueError) as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(option_message(str(exc), _SERVER_FLAGS)) from None
+    if args.allow_feature_mismatch:
+        server.feature_check = None
+    if not args.model:
+        from ._task import DEFAULT_LEARNERS, learner_task
+
+        task = learner_task(args.learner) if args.learner else args.task or "classification"
+        why = (f"--learner {args.learner}" if args.learner else f"--task {args.task}" if args.task else
+               "the default; --task regression for numeric labels")
+        print(f"onlinemkl serve: task: {task}, learner {args.learner or DEFAULT_LEARNERS[task]} ({why})",
+              file=sys.stderr)
     host, port = server.address
     print(json.dumps({"listening": f"{host}:{port}", "host": host, "port": port, "model": describe(model)}),
           flush=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import math
 import sys
 
 from ._errors import CommandError
@@ -52,7 +54,14 @@ class Source:
         self.format = infer_format(source, fmt)
         self.on_error = on_error
         self.target = target
+        self.target_given = target is not None
+        self.target_type = target_type
         self._pop = None
+        self._it = None
+        self._buffer = collections.deque()  # (x, y, position) read ahead by peek()
+        self._text_numbers = False  # regression from json lines: labels such as "3.5" read as numbers
+        self._from_buffer = None  # the position of the buffered example last handed out
+        self._label = _Label() if target_type == "auto" else None
         common = dict(on_error=on_error, timeout=timeout, connect_timeout=timeout)
         try:
             if self.format == "csv":
@@ -64,7 +73,7 @@ class Source:
                     else:
                         drop.append(target)
                         target = None
-                types = {"str": None, "int": int, "float": float}
+                types = {"str": None, "int": int, "float": float, "auto": self._label}
                 self.reader = streams.read_csv(source, target, has_target=has_target, drop=drop,
                                                target_type=types[target_type] if labelled else None, **common)
             elif self.format == "jsonl":
@@ -79,32 +88,100 @@ class Source:
                     raise CommandError("--drop applies to csv sources only")
                 self.reader = streams.read_libsvm(source, **common)
         except streams.StreamError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(cli_wording(str(exc))) from None
         except (TypeError, ValueError) as exc:
-            raise CommandError(f"{source}: {exc}") from None
+            raise CommandError(f"{source}: {cli_wording(str(exc))}") from None
 
     @classmethod
-    def from_args(cls, args, target, labelled=True):
+    def from_args(cls, args, target, labelled=True, task=None):
         """The source of a command's ``SOURCE``, ``--format``, ``--on-error``, ``--timeout``, ``--drop``
-        and ``--target-type`` options, with the label column ``target``."""
-        return cls(args.source, args.format, target, args.on_error, args.timeout, labelled=labelled, drop=args.drop,
-                   target_type=getattr(args, "target_type", "str"))
+        and ``--target-type`` options, with the label column ``target``.
+
+        ``task`` sets the csv label type when ``--target-type`` is not given: text for
+        classification, numbers for regression; ``"auto"`` keeps the text until
+        :meth:`set_task` (after :meth:`peek`) decides.
+        """
+        timeout = args.timeout
+        if not timeout > 0:
+            raise CommandError(f"--timeout {timeout:g}: must be > 0 seconds")
+        target_type = getattr(args, "target_type", None)
+        if target_type is None:
+            target_type = {"regression": "float", "auto": "auto"}.get(task, "str")
+        src = cls(args.source, args.format, target, args.on_error, timeout, labelled=labelled, drop=args.drop,
+                   target_type=target_type)
+        if task in ("classification", "regression"):
+            src.set_task(task)
+        return src
+
+    def _next(self):
+        """The reader's next ``(x, y)`` (StopIteration at the end), its errors as :class:`CommandError`."""
+        if self._it is None:
+            self._it = iter(self.reader)
+        try:
+            x, y = next(self._it)
+        except source_errors() as exc:
+            raise CommandError(_reader_message(exc, self)) from None
+        if self._pop is not None:
+            x.pop(self._pop, None)
+        if self._text_numbers and isinstance(y, str):
+            y = _number_or_text(y)
+        return x, y
+
+    def peek(self, n):
+        """Read up to ``n`` examples ahead (they are handed out first by iteration); returns them."""
+        while len(self._buffer) < n:
+            try:
+                x, y = self._next()
+            except StopIteration:
+                break
+            self._buffer.append((x, y, self._position()))
+        return [(x, y) for x, y, _ in self._buffer]
+
+    def set_task(self, task):
+        """Read labels as numbers from now on (and convert those read ahead) if ``task`` is regression."""
+        if task == "regression" and self.target_type == "str":
+            raise CommandError("--target-type str: a regressor learns numbers; drop --target-type (numbers are "
+                               "then read as float) or use --target-type float")
+        if task != "regression":
+            return
+        if self._label is not None:
+            self._label.fn = _float_label
+        elif self.format == "jsonl":
+            self._text_numbers = True
+        else:
+            return
+        # Those read ahead: a label that is not a number is kept as read, for the learner to
+        # reject under --on-error at its line.
+        self._buffer = collections.deque((x, _number_or_text(y), pos) for x, y, pos in self._buffer)
 
     def __iter__(self):
         """The ``(x, y)`` pairs; a bad line (with ``on_error="raise"``) or an unreadable source
         ends them with a :class:`CommandError` naming the source and line."""
-        errors = source_errors()
-        it = iter(self.reader)
+        while self._buffer:
+            x, y, self._from_buffer = self._buffer.popleft()
+            yield x, y
+        self._from_buffer = None
         while True:
             try:
-                x, y = next(it)
+                x, y = self._next()
             except StopIteration:
                 return
-            except errors as exc:
-                raise CommandError(_reader_message(exc, self)) from None
-            if self._pop is not None:
-                x.pop(self._pop, None)
             yield x, y
+
+    def target_note(self):
+        """What the label column is and why (when it was not given), or None: printed by the commands."""
+        if self.target_given:
+            return None
+        if self.format == "csv":
+            if not getattr(self.reader, "columns", None):
+                self.peek(1)  # the header
+            if not getattr(self.reader, "columns", None):
+                return None
+            return (f"target: {self.reader.columns[-1]!r}, the last column of {self.name} "
+                    "(--target NAME to choose another)")
+        if self.format == "jsonl":
+            return f"target: the key {self.target!r} of each line (the default; --target KEY for another)"
+        return None
 
     def resolved_target(self):
         """The label column actually used (csv: the last column when --target is not given)."""
@@ -115,6 +192,9 @@ class Source:
     @property
     def position(self) -> str:
         """Where the last example came from, for messages."""
+        return self._from_buffer or self._position()
+
+    def _position(self) -> str:
         line = getattr(self.reader, "line_no", None)
         if line:
             return f"{self.reader.source_name} line {line}"
@@ -149,7 +229,63 @@ def source_errors():
 def _reader_message(exc, src) -> str:
     if isinstance(exc, OSError) and not str(exc).startswith(src.name):
         return f"{src.name}: {exc.strerror or exc}"
-    return str(exc)
+    return cli_wording(str(exc))
+
+
+#: The readers' messages name their Python arguments; on the command line they name the options.
+_WORDING = (
+    (r"on_error='(skip|warn|raise)'", r"--on-error \1"),
+    (r"\bdrop= column", "--drop column"),
+    (r"also in drop=", "also given to --drop"),
+    (r"use target_type=float", "use --target-type float"),
+    (r" \(or use has_target=False for unlabelled data\)", ""),
+    (r", or has_target=False for unlabelled data", ""),
+    (r"pass target= with the right key", "pass --target KEY with the right key"),
+    (r"a larger connect_timeout=", "a larger --timeout"),
+    (r"\(delimiter=(['\"].*?['\"])\)", r"(the delimiter is \1)"),
+)
+
+
+def cli_wording(message: str) -> str:
+    """A reader's message with its Python arguments replaced by the command's options.
+
+    >>> cli_wording("data.csv line 3: bad; fix it, or pass on_error='skip' to skip bad lines")
+    'data.csv line 3: bad; fix it, or pass --on-error skip to skip bad lines'
+    """
+    import re
+
+    for pattern, repl in _WORDING:
+        message = re.sub(pattern, repl, message)
+    return message
+
+
+def _float_label(text):
+    """A csv label read as a number (regression): finite, or a ValueError saying what it is."""
+    y = float(text)
+    if not math.isfinite(y):
+        raise ValueError(f"{text!r} is not a finite number")
+    return y
+
+
+def _number_or_text(y):
+    """A text label as a finite number if it is one, else unchanged."""
+    if not isinstance(y, str):
+        return y
+    try:
+        return _float_label(y)
+    except ValueError:
+        return y
+
+
+class _Label:
+    """The csv reader's label converter while the task is undecided: the text, until
+    :meth:`Source.set_task` switches it to numbers."""
+
+    def __init__(self):
+        self.fn = None
+
+    def __call__(self, text):
+        return text if self.fn is None else self.fn(text)
 
 
 def _report_skips(src, n_rejected, command):

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from ._distributed import train_workers
 from ._errors import CommandError
-from ._learners import DEFAULT_LEARNER
-from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, rejected, start_run
-from ._model import (TRAIN_KEY, _model_from_args, _print_weights, _target_default, build_model, describe,
-                     load_model, save_model)
+from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, open_run, rejected, start_run
+from ._model import (TRAIN_KEY, _model_from_args, _print_weights, build_model, describe, final_step, load_model,
+                     save_model, show_notes)
 from ._source import _report_skips, rereadable
-from ._warmup import compile_note
+from ._warmup import compile_note, warmup_name
 
 
 def _train_extra(src, consumed, complete):
@@ -67,8 +66,8 @@ def _train(args) -> int:
         model, meta = load_model(args.save)
         info = (meta.get("extra") or {}).get(TRAIN_KEY) or {}
         if not args.model:
-            if args.param or args.kernel or args.learner != DEFAULT_LEARNER or args.no_scale:
-                diff = _same_params(build_model(args), model)
+            if args.param or args.kernel or args.learner or args.no_scale:
+                diff = _same_params(build_model(args, args.learner or warmup_name(final_step(model))), model)
                 if diff:
                     raise CommandError(f"--resume: {args.save} was trained with other parameters ({diff}); "
                                        "use the same options, or another --save path")
@@ -85,21 +84,26 @@ def _train(args) -> int:
         print(f"resuming from {args.save}: {consumed} examples already learnt"
               + (f", skipping them in {args.source}" if skip else " (the source cannot be re-read: continuing)"),
               file=sys.stderr)
-        target = _target_default(args, meta)
     else:
-        model, meta = _model_from_args(args)
-        target = _target_default(args, meta)
-    learner, t_compile, src = start_run(model, args, target)
+        model, meta = _model_from_args(args, new=False)
     n_done = 0  # examples of the source processed (learnt, rejected, or skipped as already learnt)
     n_learnt = 0
     n_rejected = 0
     since_ckpt = 0
-    bar = _progress(args)
-    t0 = time.perf_counter()
     status = 0
+    src = bar = examples = None
+    t_compile = 0.0
+    t0 = time.perf_counter()
     with _SignalGuard() as guard:
-        examples = Examples(src, guard, lambda: args.limit is None or n_learnt < args.limit)
         try:
+            # Under the guard: a signal while the source is sampled or the learner compiles
+            # stops the run like one during learning (a checkpoint of what exists, 128 + n).
+            model, src, notes = open_run(args, model, meta)
+            show_notes(notes, "train")
+            learner, t_compile = start_run(model, args, src)
+            bar = _progress(args)
+            t0 = time.perf_counter()
+            examples = Examples(src, guard, lambda: args.limit is None or n_learnt < args.limit)
             for x, y in examples:
                 if n_done < skip:
                     n_done += 1
@@ -129,8 +133,13 @@ def _train(args) -> int:
             guard.busy = True  # a second signal must not interrupt the checkpoint below
             finished = False
             status = 128 + stop.signum
-            bar.close()
+            if bar is not None:
+                bar.close()
             name = signal.Signals(stop.signum).name
+            if src is None:
+                print(f"onlinemkl train: {name}: stopped before learning started (nothing written)",
+                      file=sys.stderr)
+                return status
             if args.save:
                 save_model(model, args.save, _train_extra(src, n_done, False))
                 print(f"onlinemkl train: {name}: stopped after {n_done} examples; checkpoint written to "
@@ -138,9 +147,11 @@ def _train(args) -> int:
             else:
                 print(f"onlinemkl train: {name}: stopped after {n_done} examples (no --save: nothing written)",
                       file=sys.stderr)
-    bar.close()
+    if bar is not None:
+        bar.close()
     elapsed = time.perf_counter() - t0
-    exhausted = examples.exhausted
+    learner = final_step(model)
+    exhausted = examples is not None and examples.exhausted
     if finished and args.save:
         save_model(model, args.save, _train_extra(src, n_done, exhausted))
     if exhausted and n_done < skip:

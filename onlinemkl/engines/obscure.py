@@ -24,6 +24,10 @@ from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, r
 from ..kernels import check_kernels
 from ._replay import NO_MERGE, ReplayMemory
 
+#: The fewest examples per chunk of :meth:`ObscureEngine.fit_pass_blocked` (a smaller chunk
+#: spends its time in per-call overhead; the cache limit is exceeded rather than go below).
+MIN_CHUNK = 64
+
 _ck = lazy_module("kernels")
 _co = lazy_module("obscure")
 _cs = lazy_module("scores")
@@ -190,6 +194,16 @@ class ObscureEngine(BufferEngine):
         self._y1[0] = y
         return self._run(_ONE, x[None, :], self._y1, _NO_KT, _NO_SV, mode, merge)[1:]
 
+    def _merge_table(self, n: int) -> np.ndarray:
+        """``fit``'s ``[slot, stamp]`` per training example (``-1``: none yet), so that a later
+        update of an example with the same class pair adds to its row (see ``obscure_run``).
+
+        Empty under a budget: which row eviction drops depends on the rows, and a budget's
+        eviction order is kept as the one-example-at-a-time loop has it.
+        """
+        rows = 0 if self.hyper[_co.H_BUDGET] > 0 else n
+        return np.full((rows, 2), -1, dtype=np.int64)
+
     def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
         """A function running steps on training indices with precomputed kernel matrices.
 
@@ -203,6 +217,8 @@ class ObscureEngine(BufferEngine):
         sv_index = np.zeros(0, dtype=np.int64)
         state = {"sv": sv_index}
 
+        where = self._merge_table(X.shape[0]).ravel()
+
         def run(order):
             order = np.ascontiguousarray(order, dtype=np.int64)
             need = self.n_support + order.shape[0]
@@ -212,7 +228,7 @@ class ObscureEngine(BufferEngine):
                 sv = np.zeros(b.capacity, dtype=np.int64)
                 sv[: state["sv"].shape[0]] = state["sv"]
                 state["sv"] = sv
-            return self._run(order, X, yi, Kt, state["sv"], _co.FROM_MATRIX)[0]
+            return self._run(order, X, yi, Kt, state["sv"], _co.FROM_MATRIX, where)[0]
 
         def train_scores():
             """Scores of every training example from ``Kt`` (no kernel recomputation):
@@ -229,6 +245,59 @@ class ObscureEngine(BufferEngine):
             return out
 
         run.train_scores = train_scores
+        return run
+
+    def fit_pass_blocked(self, X: np.ndarray, yi: np.ndarray, cache_bytes: int):
+        """:meth:`fit_pass_precomputed`'s ``run``, with kernel blocks bounded by ``cache_bytes``.
+
+        For training sets whose full kernel matrices do not fit: the order is cut into chunks
+        of ``C`` examples, and each chunk gets the kernel values ``K_j(X[chunk], X[cols])``
+        with ``cols`` the chunk itself followed by the distinct training examples stored in
+        the buffer, one BLAS product per feature group (``F C (C + U)`` floats and the
+        group's products beside them, ``U`` the distinct stored examples, kept under
+        ``cache_bytes``).  The steps then gather their
+        kernel rows from that block as the precomputed path does, so the model is the same as
+        one example at a time: only the kernel values come from BLAS products instead of a
+        loop over the buffer per step, and an example stored several times is computed once.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        yi = np.ascontiguousarray(yi, dtype=np.int64)
+        F = self.ck.n_kernels
+        state = {"sv": np.zeros(0, dtype=np.int64)}  # training index of each stored row
+        where = self._merge_table(X.shape[0])
+
+        def chunk_rows(u, left):
+            # the largest C with (F + 3) C (C + u) 8 <= cache_bytes, at least MIN_CHUNK: the F
+            # kernel blocks and block_kernels' per-group products, norms and distances
+            c = (-u + math.sqrt(u * u + 4.0 * cache_bytes / (8.0 * (F + 3)))) / 2.0
+            return int(min(left, max(MIN_CHUNK, c)))
+
+        def run(order):
+            order = np.ascontiguousarray(order, dtype=np.int64)
+            errors, pos = 0, 0
+            while pos < order.shape[0]:
+                n = self.n_support
+                sv = state["sv"][:n]
+                stored = np.unique(sv)
+                C = chunk_rows(stored.shape[0], order.shape[0] - pos)
+                idx = order[pos:pos + C]
+                Kt = block_kernels(X[idx], X[np.concatenate((idx, stored))], self.ck)
+                self.buf.ensure_rows(n + C)
+                local = np.zeros(self.buf.capacity, dtype=np.int64)
+                local[:n] = C + np.searchsorted(stored, sv)
+                merge = where[idx].ravel() if where.shape[0] else NO_MERGE
+                errors += self._run(np.arange(C, dtype=np.int64), X[idx], yi[idx], Kt, local,
+                                    _co.FROM_MATRIX, merge)[0]
+                if where.shape[0]:
+                    where[idx] = merge.reshape(C, 2)
+                loc = local[: self.n_support]
+                from_chunk = loc < C
+                state["sv"] = np.where(from_chunk, idx[np.where(from_chunk, loc, 0)],
+                                       stored[np.where(from_chunk, 0, loc - C)] if stored.shape[0]
+                                       else 0)
+                pos += C
+            return errors
+
         return run
 
     def scores_one(self, x: np.ndarray) -> np.ndarray:
@@ -334,8 +403,9 @@ class ObscureEngine(BufferEngine):
         self.C = float(params["C"])
         self.ck._resolved = bool(params["kernels_resolved"])
         krow_shape = tuple(int(v) for v in params["krow_shape"])
-        if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or krow_shape[1] < 0:
-            raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels")
+        if len(krow_shape) != 2 or krow_shape[0] != self.ck.n_kernels or not 0 <= krow_shape[1] <= self.buf.capacity:
+            raise ValueError(f"krow shape {krow_shape} does not fit {self.ck.n_kernels} kernels and a buffer of "
+                             f"{self.buf.capacity} rows")  # checked before allocating: a crafted file asks for GBs
         self.krow = np.zeros(krow_shape)
         self._check_state()
         self._refresh_row_caches()

@@ -1,0 +1,132 @@
+"""Classification or regression: chosen by ``--task``, ``--learner`` or ``--model``, else inferred
+from the labels at the head of the source, and always printed with the reason.
+
+A numeric label column read as text would otherwise make a classifier with one class per
+distinct value (a 214-class "classifier" of house prices).  The rule, on the first
+:data:`SAMPLE` labels:
+
+- text that is not a number, or true/false: classification;
+- numbers with a fractional part, or more than :data:`MAX_CLASSES` distinct whole numbers:
+  regression;
+- at most :data:`MAX_CLASSES` distinct whole numbers (0/1, 1..5, digit codes): classification.
+
+>>> infer_task(["pos", "neg", "pos"])[0]
+'classification'
+>>> infer_task(["0.25", "1.5", "-3"])[0]
+'regression'
+>>> infer_task([str(i % 3) for i in range(50)])
+('classification', '3 distinct whole numbers in the first 50 labels (0, 1, 2): class labels')
+>>> infer_task(list(range(30)))[0]
+'regression'
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._errors import CommandError
+
+#: Labels looked at before the first update.
+SAMPLE = 1000
+#: More distinct whole-number labels than this in the sample: a quantity, not classes.
+MAX_CLASSES = 20
+#: The learner of each task when neither ``--learner`` nor ``--model`` is given.
+DEFAULT_LEARNERS = {"classification": "obscure", "regression": "proximal-regressor"}
+TASKS = ("classification", "regression")
+
+
+def _number(y):
+    """``y`` as a float if it is a number (or the text of one), else None; booleans are not numbers."""
+    if isinstance(y, bool):
+        return None
+    if isinstance(y, (int, float)):
+        return float(y)
+    if isinstance(y, str):
+        try:
+            return float(y.strip())
+        except ValueError:
+            return None
+    try:  # numpy scalars
+        return float(y) if not isinstance(y.item(), bool) else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _show(values, k=5):
+    shown = ", ".join(f"{v:g}" if isinstance(v, float) else repr(v) for v in values[:k])
+    return shown + (", ..." if len(values) > k else "")
+
+
+def infer_task(labels) -> tuple:
+    """``(task, reason)`` from a sample of labels (see the module's rule)."""
+    labels = list(labels)
+    n = len(labels)
+    if not n:
+        return "classification", "the source has no labelled example to look at: the default"
+    head = f"in the first {n} label{'s' if n != 1 else ''}"
+    for y in labels:
+        if isinstance(y, bool):
+            return "classification", f"the labels are true/false ({head})"
+        if _number(y) is None:
+            return "classification", f"the labels are text, e.g. {y!r} ({head})"
+    values = [v for v in (_number(y) for y in labels) if math.isfinite(v)]
+    distinct = sorted(set(values))
+    fractional = [v for v in distinct if not v.is_integer()]
+    if fractional:
+        return "regression", (f"{len(distinct)} distinct numbers {head}, with fractional parts (e.g. "
+                              f"{_show(fractional, 3)}): a quantity")
+    if len(distinct) > MAX_CLASSES:
+        return "regression", (f"{len(distinct)} distinct whole numbers {head} (more than {MAX_CLASSES}, "
+                              f"from {distinct[0]:g} to {distinct[-1]:g}): a quantity")
+    return "classification", (f"{len(distinct)} distinct whole number{'s' if len(distinct) != 1 else ''} {head} "
+                               f"({_show(distinct, 8)}): class labels")
+
+
+def learner_task(name) -> str:
+    from ._learners import LEARNERS
+
+    return LEARNERS[name].task
+
+
+def model_task(model) -> str:
+    """The task of a built or loaded model (its final step)."""
+    from river import base
+
+    from ._model import final_step
+
+    return "regression" if isinstance(final_step(model), base.Regressor) else "classification"
+
+
+def choose(args, src) -> tuple:
+    """``(task, learner name, note)`` of a new model for ``train``/``evaluate``; the note (what was
+    chosen and why) is for standard error.
+
+    ``--task`` or ``--learner`` decide when given (they must agree); otherwise the labels at the
+    head of ``src`` are sampled (:meth:`Source.peek`) and :func:`infer_task` decides.  A socket
+    is never sampled (its lines cannot be read twice and may come slowly): it needs ``--task``
+    or ``--learner``.
+    """
+    explicit_task = getattr(args, "task", None)
+    learner = getattr(args, "learner", None)
+    if learner is not None:
+        task = learner_task(learner)
+        if explicit_task is not None and explicit_task != task:
+            raise CommandError(f"--task {explicit_task} contradicts --learner {learner}, a {task} learner; "
+                               f"drop one of them (--learner {DEFAULT_LEARNERS[explicit_task]} is the default "
+                               f"{explicit_task} learner)")
+        why = f"--learner {learner}"
+    elif explicit_task is not None:
+        task, why = explicit_task, f"--task {explicit_task}"
+        learner = DEFAULT_LEARNERS[task]
+    else:
+        if src.name.startswith("tcp://"):
+            raise CommandError(f"{src.name}: pass --task classification or --task regression (or --learner NAME): "
+                               "a socket's labels cannot be looked at before learning starts")
+        limit = getattr(args, "limit", None)
+        sample = src.peek(SAMPLE if limit is None else max(1, min(SAMPLE, limit)))
+        task, why = infer_task(y for _, y in sample)
+        learner = DEFAULT_LEARNERS[task]
+        other = "regression" if task == "classification" else "classification"
+        return task, learner, f"task: {task}, learner {learner}: {why} (--task {other} to override)"
+    return task, learner, f"task: {task}, learner {learner} ({why})"
+
