@@ -43,8 +43,8 @@ def _ray_or_error(option):
 def train_workers(args) -> int:
     """``train --workers N`` (N > 1)."""
     from ..distributed import DynamicAveraging, fit_ray
-    from ._model import _model_from_args, _target_default, describe, save_model
-    from ._source import Source
+    from ._loop import open_run
+    from ._model import _model_from_args, describe, save_model, show_notes
     from ._train import _train_extra
 
     if args.workers < 1:
@@ -59,8 +59,9 @@ def train_workers(args) -> int:
     except ValueError as exc:
         raise CommandError(f"--delta/--sync-every: {exc}") from None
     _ray_or_error("--workers")
-    model, meta = _model_from_args(args)
-    src = Source.from_args(args, _target_default(args, meta))
+    model, meta = _model_from_args(args, new=False)
+    model, src, notes = open_run(args, model, meta)
+    show_notes(notes, "train")
     t0 = time.perf_counter()
     try:
         model, log = fit_ray(model, [src], num_workers=args.workers, sync=sync)
@@ -103,13 +104,15 @@ def _tune(args) -> int:
     from ..distributed.models import final_learner
     from ..distributed.ray import tune_local, tune_ray
     from ._evaluate import METRICS, REGRESSION_METRICS, _is_regressor
-    from ._model import _model_from_args, _target_default, save_model
-    from ._source import Source
+    from ._loop import open_run
+    from ._model import _model_from_args, save_model, show_notes
 
     grid = parse_grid(args.grid)
     if args.limit is not None and args.limit < 1:
         raise CommandError(f"--limit {args.limit}: must be at least 1")
-    model, meta = _model_from_args(args)
+    model, meta = _model_from_args(args, new=False)
+    model, src, notes = open_run(args, model, meta)
+    show_notes(notes, "tune")
     regression = _is_regressor(final_learner(model))
     name = args.metric or ("mae" if regression else "accuracy")
     if name == "log_loss":
@@ -117,7 +120,6 @@ def _tune(args) -> int:
     if (name in REGRESSION_METRICS) != regression:
         raise CommandError(f"--metric {name}: not a {'regression' if regression else 'classification'} metric")
     metric = getattr(rm, METRICS[name])()
-    src = Source.from_args(args, _target_default(args, meta))
     stream = []
     for x, y in src:
         stream.append((x, y))
