@@ -156,7 +156,8 @@ def add_tune_command(sub, command, add_source, add_model) -> None:
         "the --grid lists) prequentially over it: predict each example, score, learn. Candidates run in "
         "parallel on Ray's local cluster when Ray is installed (pip install 'onlinemkl[ray]'), else one "
         "after another. Prints the table, best first, and saves the best model with --save.",
-        example="onlinemkl tune data.csv --target label --grid lam=1e-3,1e-4 --grid eta0=0.5,1 --save best.omkl",
+        example="onlinemkl tune data.csv --target label --learner proximal --grid lam=1e-3,1e-4 --grid eta0=0.5,1 \\\n"
+                "    --save best.omkl",
         learners=True)
     add_source(tune)
     add_model(tune, new_only=True)
