@@ -62,7 +62,7 @@ def run(capsys, *argv):
 def test_every_option_of_every_command_states_its_default():
     parser = cli.build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subs.choices) == {"demo", "train", "evaluate", "predict", "serve", "info", "warmup"}
+    assert set(subs.choices) == {"demo", "train", "evaluate", "predict", "serve", "info", "warmup", "tune"}
     for name, sub in subs.choices.items():
         formatter = sub._get_formatter()
         for action in sub._actions:

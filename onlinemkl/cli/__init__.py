@@ -21,6 +21,9 @@ Commands (``onlinemkl COMMAND --help`` explains every option and its default):
 ``info MODEL``
     What a saved model is: learner, parameters, classes, stored examples,
     kernel weights.
+``tune SOURCE --grid KEY=V1,V2``
+    Every candidate of a parameter grid prequential over SOURCE, in parallel on Ray when
+    installed; ``train --workers N`` learns on N Ray workers (:mod:`onlinemkl.distributed`).
 ``warmup``
     Compile the learners ahead of time (for container images and first
     installs) and print the seconds per learner.

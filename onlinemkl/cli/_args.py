@@ -6,6 +6,7 @@ import argparse
 
 from .._compile import WARMUPS
 from ._demo import _demo
+from ._distributed import add_tune_command, add_workers_options
 from ._evaluate import DEFAULT_METRICS, DEFAULT_REGRESSION_METRICS, METRICS, _evaluate
 from ._info import _info
 from ._learners import LEARNERS
@@ -167,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--limit", metavar="N", type=int, default=None,
                        help="stop after learning N examples (default: the whole source)")
     _add_no_progress(train)
+    add_workers_options(train)
 
     ev = _command(
         sub, "evaluate", _evaluate, "prequential (test-then-train) evaluation with river metrics",
@@ -283,4 +285,5 @@ def build_parser() -> argparse.ArgumentParser:
     wu.add_argument("--learner", choices=list(WARMUPS), action="append", default=None,
                     help="a learner to compile (repeatable; default: all of them)")
     _add_no_progress(wu)
+    add_tune_command(sub, _command, _add_source, _add_model)
     return parser

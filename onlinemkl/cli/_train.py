@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from ._distributed import train_workers
 from ._errors import CommandError
 from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, open_run, rejected, start_run
 from ._model import (TRAIN_KEY, _model_from_args, _print_weights, build_model, describe, final_step, load_model,
@@ -45,6 +46,8 @@ def _same_file(a, b) -> bool:
 
 
 def _train(args) -> int:
+    if args.workers != 1:
+        return train_workers(args)
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise CommandError(f"--checkpoint-every {args.checkpoint_every}: must be at least 1")
     if (args.checkpoint_every or args.resume) and not args.save:

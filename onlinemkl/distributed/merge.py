@@ -1,0 +1,520 @@
+"""Merging models of the support-vector learners, and the distance between two of them.
+
+A model of OBSCURE or online proximal MKL is a kernel expansion over its stored examples.
+:func:`merge_states` averages ``k`` such models: the union of their buffers, each row's
+coefficients multiplied by its model's weight (the lazy scales folded in first), rows that
+hold the same example with the same class structure in several models added into one (after
+a synchronisation every worker holds the same rows: without this the buffer would grow ``k``
+times per round).  If the union holds more rows than the budget, it is compressed back to it
+by the learner's own eviction choice (``choose_evictee`` for OBSCURE,
+``choose_dense_evictee`` for the proximal learners, called row after row); the chosen row is
+removed (the proximal step's projection of an evicted row onto a partner is not applied here).
+More than two budgeted models merge in pairs, level after level (:func:`_merge_tree`), so the
+kernel matrix of a merge stays near ``(2 budget)^2`` entries per kernel whatever their number.
+
+What is averaged, per learner:
+
+* **OBSCURE** averages the dual vectors ``theta^j`` (one coefficient per stored example,
+  shared by the kernels).  Its predictor is the mirror image ``w^j = a_j theta^j`` with
+  ``a_j`` a function of the norms ``||theta^j||`` (p-norm mirror map), so the merged
+  model's raw per-kernel scores are the weighted mean of the models' raw scores, and its
+  class scores are the weighted mean of theirs only where ``a_j`` is constant: ``p = 2``.
+  Averaging ``w`` itself would need a coefficient per example and kernel, which OBSCURE's
+  state does not have.  Counters (stage-2 step count, ``s_t``, running loss) are the
+  weighted means; the time stamps' clock is the largest; a stage-2 model's settings
+  (``lam``, ``R``) win over stage 1.
+* **Proximal MKL** (classifier and regressor) averages ``theta_k`` per group (one
+  coefficient per example and kernel, and the explicit weight matrices): its scores are
+  linear in ``theta``, so the merged scores are the weighted mean of the scores.  With
+  ``average=True`` the averaged models are merged alike (their coefficients materialised,
+  the running sums restarted from them), so the merged averaged model's scores are the
+  weighted mean too.  Regression target statistics are pooled (weighted means of the count
+  and mean, the variance with the spread of the means).
+
+The models' feature names and labels are aligned by name first (the first model's columns
+and label indices come first; later models' new names are appended in order), so workers
+that saw features or classes in different orders merge correctly.
+
+:func:`state_divergence` is ``||theta_a - theta_b||^2`` summed over kernels (and explicit
+groups), the squared RKHS distance of the two expansions over the union of their supports,
+from the kernel matrices of the stored rows: the quantity dynamic averaging watches.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .._lazy import lazy_module
+from ..features import FeatureMap
+from ..kernel_arrays import block_kernels
+
+_cb = lazy_module("buffer")
+_cg = lazy_module("group_evict")
+_co = lazy_module("obscure")
+_cf = lazy_module("fobos")
+
+__all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of", "check_learner",
+           "state_nbytes"]
+
+
+def kind_of(learner) -> str:
+    """``'obscure'``, ``'proximal'`` or ``'minibatch'`` for a learner :func:`merge` supports."""
+    from ..engines.obscure import ObscureEngine
+    from ..engines.proximal import ProximalEngine
+
+    engine = getattr(learner, "_engine", None)
+    if isinstance(engine, ObscureEngine):
+        return "obscure"
+    if isinstance(engine, ProximalEngine):
+        return "proximal"
+    if engine is not None and hasattr(engine, "learn_many") and hasattr(learner, "_features"):
+        return "minibatch"
+    return ""
+
+
+def check_learner(learner) -> str:
+    """The learner's kind; ``TypeError`` saying what is supported otherwise."""
+    kind = kind_of(learner)
+    if not kind or not hasattr(learner, "_get_state"):
+        raise TypeError(
+            f"learner={type(learner).__name__}: distributed learning merges onlinemkl's river learners "
+            "(onlinemkl.river.OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor, PolyMKLRegressor, "
+            "NonlinearKRRRegressor); pass one of them (scale features upstream: a pipeline's scaler is not merged)")
+    return kind
+
+
+def state_nbytes(state) -> int:
+    """Bytes of a state's arrays (what one message of a synchronisation carries, JSON aside)."""
+    return int(sum(a.nbytes for a in state[1].values()))
+
+
+# ----------------------------------------------------------------------------------------
+# A model as rows and coefficients over named features and labels
+
+
+class _Expansion:
+    """One model: rows ``X`` over ``names``, class structure ``cls`` (OBSCURE: ``(ypos, yneg)``;
+    proximal: the class vector ``beta``) over ``labels``, coefficients ``coef`` (lazy scales
+    folded), the averaged model's coefficients ``avg`` (proximal, else None), time stamps, and
+    the explicit groups' weights ``W`` and averaged weights ``Wbar`` (proximal)."""
+
+    def __init__(self, kind, state):
+        params, a = state
+        eng = params["engine"]
+        self.names = list(params["features"])
+        self.labels = list(params.get("labels", []))
+        d = int(eng["n_features"])
+        n = int(a["istate"][0])  # I_N is 0 for both learners
+        self.X = a["buf.S"][:n, :d]
+        self.stamps = a["buf.tstamp"][:n]
+        self.W = self.Wbar = self.avg = None
+        if kind == "obscure":
+            self.cls = np.stack([a["buf.ypos"][:n], a["buf.yneg"][:n]], axis=1)
+            self.coef = a["buf.coef"][:n] * a["fstate"][_co.F_SCALE]
+        else:
+            C = max(int(a["hyper"][_cf.H_NOUT]), 1)
+            F = a["buf.coef"].shape[1]
+            sigma = a["sigma"]
+            self.cls = a["beta"][:n, :C]
+            self.coef = a["buf.coef"][:n] * sigma[:F]
+            T = int(a["istate"][_cf.I_T])
+            self.avg = np.zeros((n, F))
+            if n:
+                _cf.averaged_coefficients(n, a["buf.coef"], a["avg_acc"], a["avg_base"], a["sigma_cum"], max(T, 1),
+                                          self.avg)
+            E = a["W"].shape[0]
+            self.W = a["W"][:, :d, :C] * sigma[F:F + E, None, None]
+            self.Wbar = a["W_avg"][:, :d, :C] / max(T, 1)
+
+
+def _union(lists):
+    """Names in order of first appearance over the lists (the first list's order kept)."""
+    out, seen = [], set()
+    for names in lists:
+        for v in names:
+            if v not in seen:
+                seen.add(v)
+                out.append(v)
+    return out
+
+
+class _Union:
+    """The rows of several expansions over the union of their features and labels, equal rows
+    (same example, same class structure) added into one."""
+
+    def __init__(self, kind, exps, weights, names=None, labels=None):
+        self.kind = kind
+        self.names = _union(e.names for e in exps) if names is None else names
+        self.labels = _union(e.labels for e in exps) if labels is None else labels
+        col = {v: i for i, v in enumerate(self.names)}
+        lab = {v: i for i, v in enumerate(self.labels)}
+        d, C = len(self.names), max(len(self.labels), 1)
+        rows, cls, coef, avg, stamps, index = [], [], [], [], [], {}
+        for e, w in zip(exps, weights):
+            cmap = np.array([col[v] for v in e.names], dtype=np.int64)
+            X = np.zeros((e.X.shape[0], d))
+            X[:, cmap] = e.X
+            if kind == "obscure":
+                lmap = np.array([lab[v] for v in e.labels] + [-1], dtype=np.int64)  # -1 stays -1
+                K = e.cls.copy()
+                if e.labels:
+                    K = lmap[K]
+            else:
+                K = np.zeros((e.cls.shape[0], C if self.labels else e.cls.shape[1]))
+                lmap = np.array([lab[v] for v in e.labels], dtype=np.int64) if e.labels else np.arange(e.cls.shape[1])
+                K[:, lmap] = e.cls
+            for i in range(X.shape[0]):
+                key = X[i].tobytes() + K[i].tobytes()
+                j = index.get(key)
+                if j is None:
+                    index[key] = len(rows)
+                    rows.append(X[i])
+                    cls.append(K[i])
+                    coef.append(w * e.coef[i])
+                    avg.append(None if e.avg is None else w * e.avg[i])
+                    stamps.append(e.stamps[i])
+                else:
+                    coef[j] = coef[j] + w * e.coef[i]
+                    if e.avg is not None:
+                        avg[j] = avg[j] + w * e.avg[i]
+                    stamps[j] = max(stamps[j], e.stamps[i])
+        n = len(rows)
+        ncoef = exps[0].coef.shape[1]
+        self.X = np.array(rows).reshape(n, d)
+        self.cls = np.array(cls, dtype=exps[0].cls.dtype).reshape((n,) + exps[0].cls.shape[1:2]) if kind == "obscure" \
+            else np.array(cls).reshape(n, C if self.labels else exps[0].cls.shape[1])
+        self.coef = np.array(coef).reshape(n, ncoef)
+        self.avg = None if exps[0].avg is None else np.array(avg).reshape(n, ncoef)
+        self.stamps = np.array(stamps, dtype=np.int64)
+        self.W = self.Wbar = None
+        if exps[0].W is not None:
+            E = exps[0].W.shape[0]
+            Cw = self.cls.shape[1]
+            self.W = np.zeros((E, d, Cw))
+            self.Wbar = np.zeros((E, d, Cw))
+            for e, w in zip(exps, weights):
+                cmap = np.array([col[v] for v in e.names], dtype=np.int64)
+                lmap = np.array([lab[v] for v in e.labels], dtype=np.int64) if e.labels else np.arange(e.W.shape[2])
+                self.W[np.ix_(np.arange(E), cmap, lmap)] += w * e.W
+                self.Wbar[np.ix_(np.arange(E), cmap, lmap)] += w * e.Wbar
+
+    def class_matrix(self) -> np.ndarray:
+        """``B[i, c]``: row ``i``'s weight on output ``c`` (OBSCURE: +1 at ypos, -1 at yneg)."""
+        if self.kind != "obscure":
+            return self.cls
+        n, C = self.cls.shape[0], max(len(self.labels), 1)
+        B = np.zeros((n, C))
+        B[np.arange(n), self.cls[:, 0]] += 1.0
+        neg = self.cls[:, 1] >= 0
+        B[np.arange(n)[neg], self.cls[neg, 1]] -= 1.0
+        return B
+
+    def keep(self, rows):
+        for name in ("X", "cls", "coef", "stamps"):
+            setattr(self, name, getattr(self, name)[rows])
+        if self.avg is not None:
+            self.avg = self.avg[rows]
+
+
+def _group_norms(coef, B, K):
+    """``theta_sq[j] = sum_c M_j[:, c]' K_j M_j[:, c]`` with ``M_j = coef[:, j] * B``, and
+    ``G[j] = K_j M_j`` (the scores of the stored rows)."""
+    F = K.shape[0]
+    theta_sq = np.zeros(F)
+    G = np.zeros((F,) + B.shape)
+    for j in range(F):
+        M = coef[:, j if coef.shape[1] > 1 else 0][:, None] * B
+        G[j] = K[j] @ M
+        theta_sq[j] = float(np.sum(M * G[j]))
+    return theta_sq, G
+
+
+# ----------------------------------------------------------------------------------------
+# The public functions
+
+
+def _holder(learner, state, names):
+    """A clone of ``learner`` holding ``state``, its feature map extended to ``names`` (whose
+    kernels then resolve the union's feature groups)."""
+    tmp = learner.clone()
+    tmp._set_state(*state)
+    new = [v for v in names if v not in tmp._features.columns]
+    if new:
+        tmp._features.add(new)
+        tmp._engine.set_features(len(tmp._features), tmp._features.lookup)
+    return tmp
+
+
+def _check_states(states, weights, learner=None):
+    """The normalised weights; each state checked by restoring it onto a clone of ``learner``
+    (the learner's own strict rules), so a malformed state fails here, naming its position."""
+    if not states:
+        raise ValueError("states is empty: merge needs at least one model")
+    if learner is not None:
+        for i, state in enumerate(states):
+            try:
+                learner.clone()._set_state(*state)
+            except (KeyError, ValueError, TypeError, IndexError) as err:
+                raise ValueError(f"states[{i}] is not a state of this {type(learner).__name__} ({err!s}); pass "
+                                 "the _get_state() of a learner of the same class and parameters") from None
+    if weights is None:
+        weights = np.full(len(states), 1.0 / len(states))
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != (len(states),) or not np.all(np.isfinite(weights)) or np.any(weights < 0) \
+            or not weights.sum() > 0:
+        raise ValueError(f"weights must be {len(states)} finite non-negative numbers with a positive sum; "
+                         f"got {weights.tolist()!r}")
+    return weights / weights.sum()
+
+
+def merge_states(learner, states, weights=None):
+    """The weighted average of models given as states (``learner._get_state()`` pairs).
+
+    ``learner``: any learner of the same class and parameters (its own state is not read);
+    ``weights``: one non-negative number per state (normalised; default equal), e.g. the
+    number of examples each model has seen.  Returns the merged model's state.  One state is
+    returned as it is (the identity, bit for bit).  See the module docstring for what is
+    averaged.
+    """
+    kind = check_learner(learner)
+    if kind == "minibatch":
+        from .minibatch import merge_minibatch
+
+        return merge_minibatch(learner, states, _check_states(states, weights, learner))
+    weights = _check_states(states, weights, learner)
+    if len(states) == 1:
+        return states[0]
+    if len(states) > 2 and learner._engine.buf.budget is not None:
+        return _merge_tree(learner, states, weights)
+    exps = [_Expansion(kind, s) for s in states]
+    u = _Union(kind, exps, weights)
+    tmp = _holder(learner, states[0], u.names)
+    eng = tmp._engine
+    d = len(u.names)
+    if u.kind != "obscure" and u.labels and eng.n_outputs < len(u.labels):
+        eng.set_n_outputs(len(u.labels))
+    elif u.kind == "obscure" and not eng.binary and eng.n_outputs < len(u.labels):
+        eng.set_n_classes(len(u.labels))
+    ck = eng.ck
+    with threadpool_limits(1, user_api="blas"):  # small products: threads only wait on each other
+        K = block_kernels(u.X, u.X, ck) if u.X.shape[0] else np.zeros((ck.n_kernels, 0, 0))
+        B = u.class_matrix()
+        budget = eng.buf.budget
+        if budget is not None and u.X.shape[0] > budget:
+            track = u.kind == "obscure" and eng.hyper[_co.H_POLICY] == _cb.EVICT_LEAST_IMPACT
+            theta_sq, G = _group_norms(u.coef, B, K) if track else (None, None)
+            theta_sq = _compress(u, eng, K, B, theta_sq, G, budget)
+        else:
+            theta_sq = _group_norms(u.coef, B, K)[0]
+    _write(u, eng, theta_sq, states, weights)
+    return tmp._get_state()
+
+
+def _merge_tree(learner, states, weights):
+    """Merge in pairs, level after level, each pair's weight the sum of its leaves': every merge
+    is of two budgeted models (a union of at most twice the budget, plus the rows they do not
+    share), whatever the number of models; the flat union of ``k`` models would need a kernel
+    matrix of up to ``(k budget)^2`` entries per kernel."""
+    level = list(zip(states, weights))
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level) - 1, 2):
+            (sa, wa), (sb, wb) = level[i], level[i + 1]
+            nxt.append((merge_states(learner, [sa, sb], [wa, wb]) if wa + wb > 0 else sa, wa + wb))
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0][0]
+
+
+def _compress(u, eng, K, B, theta_sq, G, budget):
+    """Remove rows chosen by the learner's eviction rule until ``budget`` remain.  Only OBSCURE's
+    least-impact rule reads the norms (through the mirror weights): there they are updated
+    after every removal; otherwise they are recomputed once from the rows kept."""
+    n = u.X.shape[0]
+    ssq = np.zeros((n, eng.ck.n_groups))
+    sdiag = np.zeros((n, eng.ck.n_kernels))
+    eng.ck.refresh_row_caches(np.ascontiguousarray(u.X), n, ssq, sdiag)
+    alive = np.arange(n)
+    coef = np.ascontiguousarray(u.coef)
+    F = K.shape[0]
+    obscure = u.kind == "obscure"
+    policy = int(eng.hyper[_co.H_POLICY if obscure else _cf.H_POLICY])
+    track = obscure and policy == _cb.EVICT_LEAST_IMPACT
+    params = eng.ck.params
+    a = np.full(F, 1.0)
+    unit = np.ones(eng.theta_sq.shape[0])  # the merged model's scales (folded into coef)
+    while alive.shape[0] > budget:
+        m = alive.shape[0]
+        c, st, sd = coef[alive], u.stamps[alive], sdiag[alive]
+        if obscure:
+            if track:
+                _co.mirror_weights(theta_sq, eng.q, a)
+            e = int(_cb.choose_evictee(policy, m, st, c, np.ascontiguousarray(u.cls[alive, 1]), sd, params, a * a))
+        else:
+            beta = B[alive]
+            e = int(_cg.choose_dense_evictee(policy, m, st, c, beta, beta.shape[1], sd, params, unit))
+        r = alive[e]
+        if track:
+            for j in range(F):  # ||theta - m_r k_r||^2 = ||theta||^2 - 2 m_r . G_r + K_rr |m_r|^2
+                m_r = coef[r, 0] * B[r]
+                theta_sq[j] -= 2.0 * float(m_r @ G[j, r]) - K[j, r, r] * float(m_r @ m_r)
+                G[j] -= K[j][:, r:r + 1] * m_r[None, :]
+        alive = np.delete(alive, e)
+    u.keep(alive)
+    if not track:
+        theta_sq = _group_norms(u.coef, B[alive], K[:, alive][:, :, alive])[0]
+    return np.maximum(theta_sq, 0.0)
+
+
+def _wmean(values, weights):
+    return float(np.dot(weights, np.asarray(values, dtype=float)))
+
+
+def _write(u, eng, theta_sq, states, weights):
+    """Write the merged rows and counters into ``eng`` (the holder's engine)."""
+    n, d = u.X.shape
+    budget = eng.buf.budget
+    cap = max(n, 1) if budget is None else min(max(n, 1), budget)
+    b = eng.buf
+    for name in ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp"):
+        arr = getattr(b, name)
+        new = np.zeros((cap,) + arr.shape[1:], dtype=arr.dtype)
+        if name == "yneg":
+            new[:] = -1
+        setattr(b, name, new)
+    b.S = np.zeros((cap, max(d, 1)))
+    b.S[:n, :d] = u.X
+    b.coef[:n] = u.coef
+    b.tstamp[:n] = u.stamps
+    arrays = [a for _, a in states]
+    if u.kind == "obscure":
+        b.ypos[:n] = u.cls[:, 0]
+        b.yneg[:n] = u.cls[:, 1]
+        eng.theta_sq[:] = theta_sq
+        ist, fst = eng.istate, eng.fstate
+        ist[_co.I_N] = n
+        ist[_co.I_CLOCK] = max(int(a["istate"][_co.I_CLOCK]) for a in arrays)
+        for i in (_co.I_T, _co.I_UPDATES, _co.I_EVICTIONS, _co.I_CLEAN_RUN):
+            ist[i] = int(round(_wmean([a["istate"][i] for a in arrays], weights)))
+        fst[_co.F_SCALE] = 1.0
+        for i in (_co.F_S, _co.F_LOSS_SUM, _co.F_LOSS_N):
+            fst[i] = _wmean([a["fstate"][i] for a in arrays], weights)
+        stage2 = [a for a in arrays if a["hyper"][_co.H_STAGE] == 2.0]
+        if stage2 and eng.stage != 2:
+            for i in (_co.H_LAM, _co.H_R, _co.H_STAGE):
+                eng.hyper[i] = stage2[0]["hyper"][i]
+    else:
+        F = eng.ck.n_kernels
+        C = eng.beta.shape[1]
+        eng.beta = np.zeros((cap, C))
+        eng.beta[:n, :u.cls.shape[1]] = u.cls
+        T = int(round(_wmean([a["istate"][_cf.I_T] for a in arrays], weights)))
+        eng.avg_acc = np.zeros((cap, F))
+        eng.avg_acc[:n] = u.avg * max(T, 1)
+        eng.avg_base = np.zeros((cap, F))
+        eng.sigma[:] = 1.0
+        eng.sigma_cum[:] = 0.0
+        E = eng.W.shape[0]
+        eng.W = np.zeros((E, max(eng.W.shape[1], d), C))
+        eng.W_avg = np.zeros_like(eng.W)
+        eng.W[:, :d, :u.W.shape[2]] = u.W
+        eng.W_avg[:, :d, :u.W.shape[2]] = u.Wbar * max(T, 1)
+        eng.theta_sq[:F] = theta_sq
+        for e in range(E):
+            eng.theta_sq[F + e] = float(np.sum(eng.W[e] ** 2))
+        ist = eng.istate
+        ist[_cf.I_N] = n
+        ist[_cf.I_T] = T
+        for i in (_cf.I_UPDATES, _cf.I_EVICTIONS):
+            ist[i] = int(round(_wmean([a["istate"][i] for a in arrays], weights)))
+        eng.ystats[:] = _pooled_stats([a["ystats"] for a in arrays], weights)
+    eng._forget_records()
+    eng._refresh_row_caches()
+
+
+def _pooled_stats(stats, weights):
+    """Welford ``(count, mean, m2)`` of a weighted mixture: weighted count and mean; the
+    variance is the mean of the variances plus the variance of the means."""
+    counts = np.array([s[0] for s in stats])
+    means = np.array([s[1] for s in stats])
+    var = np.array([s[2] / s[0] if s[0] > 0 else 0.0 for s in stats])
+    n = float(np.dot(weights, counts))
+    mean = float(np.dot(weights, means))
+    v = float(np.dot(weights, var) + np.dot(weights, (means - mean) ** 2))
+    return np.array([n, mean, v * n])
+
+
+def state_divergence(learner, a, b) -> float:
+    """``sum_j ||theta_a^j - theta_b^j||^2`` of two models given as states (see the module
+    docstring): 0 between copies, symmetric; the squared RKHS distance of the expansions."""
+    kind = check_learner(learner)
+    if kind == "minibatch":
+        from .minibatch import minibatch_divergence
+
+        return minibatch_divergence(learner, a, b)
+    _check_states([a, b], None, learner)
+    exps = [_Expansion(kind, s) for s in (a, b)]
+    names = _union(e.names for e in exps)
+    labels = _union(e.labels for e in exps)
+    ua, ub = (_Union(kind, [e], np.ones(1), names, labels) for e in exps)
+    ck = _holder(learner, a, names)._engine.ck
+    # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 <a, b>: the norms are in the states (kept up to date by
+    # every step), so only the cross kernel block is computed, a quarter of the union's matrix
+    total = _norms_sq(kind, a) + _norms_sq(kind, b)
+    if ua.X.shape[0] and ub.X.shape[0]:
+        with threadpool_limits(1, user_api="blas"):
+            K = block_kernels(ua.X, ub.X, ck)
+        Ba, Bb = ua.class_matrix(), ub.class_matrix()
+        C = max(Ba.shape[1], Bb.shape[1])
+        Ba, Bb = (np.pad(B, ((0, 0), (0, C - B.shape[1]))) for B in (Ba, Bb))
+        for j in range(K.shape[0]):
+            Ma = ua.coef[:, j if ua.coef.shape[1] > 1 else 0][:, None] * Ba
+            Mb = ub.coef[:, j if ub.coef.shape[1] > 1 else 0][:, None] * Bb
+            total -= 2.0 * float(np.sum(Ma * (K[j] @ Mb)))
+    if ua.W is not None:
+        total += float(np.sum((ua.W - ub.W) ** 2)) - float(np.sum(ua.W ** 2)) - float(np.sum(ub.W ** 2))
+    return max(total, 0.0)
+
+
+def _norms_sq(kind, state) -> float:
+    """``sum_k ||theta_k||^2`` of a state, from its squared norms and lazy scales."""
+    a = state[1]
+    if kind == "obscure":
+        return float(np.sum(a["theta_sq"]) * a["fstate"][_co.F_SCALE] ** 2)
+    return float(np.sum(a["theta_sq"] * a["sigma"] ** 2))
+
+
+def merge(learners, weights=None):
+    """A new learner: the weighted average of fitted ``learners`` (same class and parameters).
+
+    >>> from onlinemkl.river import ProximalMKLClassifier
+    >>> from river import datasets
+    >>> a, b = ProximalMKLClassifier(budget=50), ProximalMKLClassifier(budget=50)
+    >>> for i, (x, y) in enumerate(datasets.Phishing().take(200)):
+    ...     (a if i % 2 else b).learn_one(x, y)
+    >>> m = merge([a, b])
+    >>> m.n_support_ <= 50
+    True
+    """
+    learners = list(learners)
+    if not learners:
+        raise ValueError("learners is empty: merge needs at least one model")
+    first = learners[0]
+    check_learner(first)
+    for other in learners[1:]:
+        if type(other) is not type(first) or other._get_params() != first._get_params():
+            raise ValueError("merge needs learners of one class with the same parameters; "
+                             f"got {type(first).__name__} and {type(other).__name__} with different parameters")
+    out = first.clone()
+    out._set_state(*merge_states(first, [copy.deepcopy(m._get_state()) for m in learners], weights))
+    return out
+
+
+def divergence(a, b) -> float:
+    """:func:`state_divergence` of two learners."""
+    return state_divergence(a, a._get_state(), b._get_state())
+
