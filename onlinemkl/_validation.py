@@ -8,6 +8,18 @@ import numbers
 
 import numpy as np
 
+#: The largest magnitude a feature value (or regression target) may have.  The learners square
+#: values and sum the squares (group norms, distances to every stored example), and a
+#: ``StandardScaler`` in front keeps a running variance of them: a value with ``|x| >= 1.34e154``
+#: (``sqrt`` of the largest float64) makes those inf, then NaN, and every later example fails.
+#: 1e150 leaves a factor of 10^8 of headroom for the sums (the squared distance of two rows of
+#: 10^7 features at the bound is still finite); no measured quantity comes near it.
+MAX_ABS_VALUE = 1e150
+
+TOO_LARGE = ("is too large: a value's magnitude must be at most 1e150 (its square feeds running sums: the "
+              "learner's norms, a StandardScaler's variance); rescale it (e.g. log1p, or other units) or "
+              "drop the example")
+
 
 def init_args(obj, args: dict) -> dict:
     """The constructor arguments of ``obj``'s class picked from ``args`` (``locals()`` in ``__init__``)."""
@@ -86,13 +98,15 @@ def check_rows(X, name="X", n_features=None, owner="the model"):
     if A.shape[1] == 0:
         raise ValueError(f"{name} has 0 feature(s) (shape={A.shape}) while a minimum of 1 is required; "
                          "pass at least one feature column")
-    bad = ~np.isfinite(A)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise ValueError(
-            f"{name} contains NaN or infinite values (first at row {r}, column {c}: {A[r, c]}); "
-            "impute or drop them before learning"
-        )
+    found = first_out_of_range(A)
+    if found is not None:
+        (r, c), v, why = found
+        if not math.isfinite(v):
+            raise ValueError(
+                f"{name} contains NaN or infinite values (first at row {r}, column {c}: {v}); "
+                "impute or drop them before learning"
+            )
+        raise ValueError(f"{name}[{r}, {c}] = {v!r} {why}")
     if n_features is not None and A.shape[1] != n_features:
         raise ValueError(
             f"{name} has {A.shape[1]} features, but {owner} is expecting {n_features} features as input; "
@@ -120,7 +134,7 @@ def check_target(y, n_rows, name="y", what="value"):
 
 
 def check_feature_value(name, value):
-    """One feature value of a dict example: a finite real number."""
+    """One feature value of a dict example: a finite real number of magnitude at most :data:`MAX_ABS_VALUE`."""
     if isinstance(value, bool):
         return float(value)
     if not isinstance(value, numbers.Real):
@@ -128,7 +142,51 @@ def check_feature_value(name, value):
             f"feature {name!r} = {value!r} is not a number; encode categorical features "
             "(e.g. river's preprocessing.OneHotEncoder) before the learner"
         )
+    if isinstance(value, numbers.Integral) and not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+        raise ValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")  # before float(): it may overflow
     v = float(value)
     if not math.isfinite(v):
         raise ValueError(f"feature {name!r} = {value!r} is not finite; impute or drop it before the learner")
+    if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
+        raise ValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")
     return v
+
+
+def check_example(x: dict) -> None:
+    """Raise for the first value of dict example ``x`` that :func:`check_feature_value` rejects.
+
+    The boundary check of the command line and the server, run on the raw example *before* the
+    pipeline: the steps in front of the learner (a ``StandardScaler``) keep running statistics
+    that one overflowing value would poison for good.
+    """
+    lim = MAX_ABS_VALUE
+    for k, v in x.items():
+        t = type(v)
+        if (t is float or t is int) and -lim <= v <= lim:
+            continue
+        check_feature_value(k, v)
+
+
+def check_target_value(y, what="a regression target"):
+    """A regression target: a finite real number (not a bool) of magnitude at most :data:`MAX_ABS_VALUE`."""
+    if isinstance(y, bool) or not isinstance(y, numbers.Real):
+        raise ValueError(f"y={y!r}: {what} must be a finite number")
+    if isinstance(y, numbers.Integral) and not -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
+        raise ValueError(f"y={y!r}: {what} {TOO_LARGE}")
+    v = float(y)
+    if not math.isfinite(v):
+        raise ValueError(f"y={y!r}: {what} must be a finite number")
+    if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
+        raise ValueError(f"y={y!r}: {what} {TOO_LARGE}")
+    return v
+
+
+def first_out_of_range(A: np.ndarray):
+    """``None`` if every value of ``A`` is finite with magnitude at most :data:`MAX_ABS_VALUE`, else
+    ``(index, value, why)`` of the first one that is not (one pass over ``A``)."""
+    bad = ~(np.abs(A) <= MAX_ABS_VALUE)  # NaN compares False: caught too
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    v = float(A[idx])
+    return idx, v, ("is NaN or infinite" if not math.isfinite(v) else TOO_LARGE)

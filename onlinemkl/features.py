@@ -8,11 +8,45 @@ engines learn.  Arrays need no feature map: their columns are the features.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
-from ._validation import check_feature_value
+from ._validation import MAX_ABS_VALUE, check_feature_value, first_out_of_range
 
-__all__ = ["FeatureMap", "LabelMap", "name_key"]
+__all__ = ["FeatureMap", "LabelMap", "name_key", "MAX_FEATURES", "check_feature_cap", "hashed_column"]
+
+#: Default ``max_features`` of the dict-input learners.  Every stored example is a dense float64
+#: row over all the features seen, so the cap bounds a model's memory on a stream whose feature
+#: names never stop changing (ids, words, timestamps used as keys): at 10^5 features one stored
+#: row is 0.8 MB and a budget of 1000 rows 0.8 GB.  Dense data sets are far narrower (the widest
+#: bundled with river or scikit-learn have 10^2 - 10^4 columns; MNIST 784, gisette 5000); text or
+#: id-keyed streams wider than this belong in ``feature_hashing=<width>``.
+MAX_FEATURES = 100_000
+
+
+def check_feature_cap(max_features, feature_hashing, ordered="arrival"):
+    """Validate the ``max_features`` / ``feature_hashing`` constructor parameters of a dict-input learner."""
+    from ._validation import check_number
+
+    check_number("max_features", max_features, low=1, integer=True, allow_none=True,
+                 hint=" (None: no cap; memory then grows with every new feature name)")
+    check_number("feature_hashing", feature_hashing, low=1, integer=True, allow_none=True,
+                 hint=" (the number of columns names are hashed into; None: one column per name)")
+    if feature_hashing is not None and ordered != "arrival":
+        raise ValueError("feature_hashing is available for the per-example learners (OBSCURE, proximal MKL)")
+
+
+def hashed_column(name, width: int) -> int:
+    """The column of feature ``name`` in a hashed map of ``width`` columns: CRC-32 of its ``repr``.
+
+    Stable across processes and platforms (unlike ``hash()``, salted per process), so a saved
+    hashed model reads the same names into the same columns; ``repr`` keeps ``1`` and ``"1"`` apart.
+
+    >>> hashed_column("colour=red", 1024), hashed_column(3, 1024) == hashed_column("3", 1024)
+    (542, False)
+    """
+    return zlib.crc32(repr(name).encode("utf-8", "surrogatepass")) % width
 
 
 def name_key(name):
@@ -41,6 +75,12 @@ class FeatureMap:
         depend on the order in which features first appeared; a new name is
         inserted at its place and :meth:`add` returns where the old columns
         went, for the engine to remap its state.
+    max_features : int or None
+        At most this many columns: an example bringing names past the cap is rejected
+        (``ValueError`` listing them) before the map changes.
+    hashing : int or None
+        Hash every name into this many fixed columns (:func:`hashed_column`; colliding
+        names add up): memory no longer depends on the names seen.  Names are not stored.
 
     Examples
     --------
@@ -52,39 +92,75 @@ class FeatureMap:
     >>> sm = FeatureMap(ordered="sorted")
     >>> sm.add(["b"]).tolist(), sm.add(["a"]).tolist(), sm.add(["a"]), sm.names
     ([], [1], None, ['a', 'b'])
+    >>> FeatureMap(max_features=2).add(["a", "b", "c"])
+    Traceback (most recent call last):
+    ...
+    ValueError: 3 new feature name(s) ('a', 'b', 'c') would take the model past max_features=2 ...
+    >>> FeatureMap(hashing=4).encode({"a": 1.0, "b": 2.0, "zz": 3.0}, grow=True).shape
+    (4,)
     """
 
-    __slots__ = ("ordered", "names", "columns")
+    __slots__ = ("ordered", "names", "columns", "max_features", "hashing")
 
-    def __init__(self, ordered: str = "arrival"):
+    def __init__(self, ordered: str = "arrival", max_features: int | None = None, hashing: int | None = None):
         if ordered not in ("arrival", "sorted"):
             raise ValueError(f"ordered={ordered!r}: choose 'arrival' or 'sorted'")
         self.ordered = ordered
+        self.max_features = max_features
+        self.hashing = hashing
         self.names: list = []
         self.columns: dict = {}
+        if hashing is not None:
+            if ordered != "arrival":
+                raise ValueError("a hashed feature map has fixed columns: ordered='arrival'")
+            self.names = list(range(hashing))  # the columns; names are hashed into them, never stored
 
     def __len__(self):
         return len(self.names)
 
     def lookup(self, name):
         """The column of ``name``, or None (how kernel groups of feature names find their columns)."""
+        if self.hashing is not None:
+            return hashed_column(name, self.hashing)
         return self.columns.get(name)
+
+    def new_names(self, names) -> list:
+        """The names of ``names`` not in the map, each once, in order (none for a hashed map)."""
+        if self.hashing is not None:
+            return []
+        cols = self.columns
+        return list(dict.fromkeys(k for k in names if k not in cols))
+
+    def check_room(self, new: list) -> None:
+        """``ValueError`` listing ``new`` if giving them columns would pass ``max_features`` (nothing changes)."""
+        cap = self.max_features
+        if cap is None or len(self.names) + len(new) <= cap:
+            return
+        shown = ", ".join(repr(k) for k in new[:10]) + (f", ... ({len(new)} in all)" if len(new) > 10 else "")
+        raise ValueError(
+            f"{len(new)} new feature name(s) ({shown}) would take the model past max_features={cap} "
+            f"({len(self.names)} features known): the example is rejected and the model unchanged. Raise "
+            "max_features, drop the features before the learner, or use feature_hashing=<width> for a stream "
+            "whose feature names never stop changing (ids, words)")
 
     @staticmethod
     def _items(x: dict) -> list:
-        """``[(name, float)]`` of a dict example, every value checked (finite, real).
+        """``[(name, float)]`` of a dict example, every value checked (real, finite, ``|v| <= 1e150``).
 
         Plain ``float``/``int`` values take a fast path: this runs on every
         example of a stream, where the generic ``numbers.Real`` check costs more
         than a small model's whole compiled step.
         """
         out = []
+        lim = MAX_ABS_VALUE
         for k, v in x.items():
             t = type(v)
             if t is float:
-                if v - v != 0.0:  # inf or nan
+                if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
                     check_feature_value(k, v)
             elif t is int:
+                if not -lim <= v <= lim:
+                    check_feature_value(k, v)
                 v = float(v)
             else:
                 v = check_feature_value(k, v)
@@ -102,6 +178,12 @@ class FeatureMap:
         if grow and self.ordered != "arrival":
             raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
         items = self._items(x)
+        if self.hashing is not None:
+            width = self.hashing
+            out = np.zeros(width)
+            for k, v in items:
+                out[hashed_column(k, width)] += v  # colliding names add up (as scikit-learn's FeatureHasher)
+            return out
         cols = self.columns
         if grow:
             new = [k for k, _ in items if k not in cols]
@@ -118,14 +200,14 @@ class FeatureMap:
         """Give columns to the names not in the map yet.
 
         Returns None when no name is new, and always for 'arrival' (columns
-        never move); else, for 'sorted', the new column of every old one (an
+        never move); ``ValueError`` (the map unchanged) if the new names would pass
+        ``max_features``; else, for 'sorted', the new column of every old one (an
         int64 array), for the engine to remap its state.
         """
-        cols = self.columns
-        new = [k for k in names if k not in cols]
+        new = self.new_names(names)
         if not new:
             return None
-        new = list(dict.fromkeys(new))
+        self.check_room(new)
         if self.ordered == "arrival":
             for k in new:
                 self.columns[k] = len(self.names)
@@ -141,6 +223,10 @@ class FeatureMap:
         (default: the map's size); names not in the map are dropped."""
         out = np.zeros(len(self.names) if width is None else width)
         n, cols = out.shape[0], self.columns
+        if self.hashing is not None:
+            for k, v in values.items():
+                out[hashed_column(k, self.hashing)] += v
+            return out
         for k, v in values.items():
             c = cols.get(k)
             if c is not None and c < n:
@@ -155,7 +241,7 @@ class FeatureMap:
         """
         M = np.zeros((len(X), len(self.names) if width is None else width))
         for name in X.columns:
-            c = self.columns.get(name)
+            c = self.lookup(name)
             if c is None or c >= M.shape[1]:
                 continue
             try:
@@ -163,14 +249,25 @@ class FeatureMap:
             except (TypeError, ValueError):
                 raise TypeError(f"feature {name!r} is not numeric; encode categorical features "
                                 "(e.g. river's preprocessing.OneHotEncoder) before the learner") from None
-            if not np.all(np.isfinite(v)):
-                raise ValueError(f"feature {name!r} has a NaN or infinite value; impute or drop it before the learner")
-            M[:, c] = v
+            found = first_out_of_range(v)
+            if found is not None:
+                (r,), value, why = found
+                if not np.isfinite(value):
+                    raise ValueError(f"feature {name!r} has a NaN or infinite value; impute or drop it before the "
+                                     "learner")
+                raise ValueError(f"feature {name!r} = {value!r} (row {r}) {why}")
+            M[:, c] += v  # += : names hashed into one column add up
         return M
 
     def restore(self, names: list) -> None:
         """Set the names of a saved map (``ValueError`` if repeated, or unsorted for 'sorted')."""
         names = list(names)
+        if self.hashing is not None:
+            if names != list(range(self.hashing)):
+                raise ValueError(f"a map hashed into {self.hashing} columns lists the columns 0..{self.hashing - 1}")
+            return
+        if self.max_features is not None and len(names) > self.max_features:
+            raise ValueError(f"{len(names)} feature names for max_features={self.max_features}")
         if len(set(names)) != len(names):
             raise ValueError("a feature name is listed twice")
         if self.ordered == "sorted" and names != sorted(names, key=name_key):
@@ -179,8 +276,23 @@ class FeatureMap:
         self.columns = {k: i for i, k in enumerate(names)}
 
 
+def _check_new_label(y) -> None:
+    """A label must equal itself: NaN does not, so each NaN would be found nowhere and become a new class."""
+    try:
+        nan = bool(y != y)
+    except Exception:  # a label whose comparison fails is compared by identity: it equals itself
+        nan = False
+    if nan:
+        raise ValueError(f"label {y!r} is NaN: a NaN never equals itself, so every NaN label would become a new "
+                         "class; drop the example or give it a real label")
+
+
 class LabelMap:
     """Labels (any hashable values) -> class indices.
+
+    Labels compare as Python values: ``True == 1 == 1.0`` are one label (the first one seen
+    names it), ``"1"`` and ``1`` are two.  NaN is rejected (``ValueError``): it equals nothing,
+    not even itself.
 
     Streams add labels in order of first appearance (:meth:`add`); the array
     API builds the map from the sorted ``classes_`` (:meth:`from_classes`) and
@@ -217,16 +329,20 @@ class LabelMap:
         return len(self.labels)
 
     def known(self, y) -> bool:
-        """Whether ``y`` has an index (``TypeError`` for an unhashable label)."""
+        """Whether ``y`` has an index (``TypeError`` for an unhashable label, ``ValueError`` for NaN)."""
         try:
-            return y in self.index
+            found = y in self.index
         except TypeError:
             raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+        if not found:
+            _check_new_label(y)
+        return found
 
     def add(self, y) -> int:
         """The index of ``y``, given the next one if it is new."""
         idx = self.index.get(y)
         if idx is None:
+            _check_new_label(y)
             idx = len(self.labels)
             self.labels.append(y)
             self.index[y] = idx

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
+from ._sync import ModelLock
 from ._validation import store_params
 from .engines._replay import DEFAULT_WINDOW
 from .engines.proximal import classifier_engine, regressor_engine
@@ -19,8 +20,8 @@ from .sklearn import EngineClassifier, EngineEstimator, check_labels
 __all__ = ["ProximalMKLClassifier", "ProximalMKLRegressor"]
 
 
-class _ProximalFace:
-    """The fitted attributes every proximal learner shares (the sequence labeller's too)."""
+class _ProximalFace(ModelLock):
+    """The fitted attributes every proximal learner shares (the sequence labeller's too; under the model lock)."""
 
     @property
     def kernel_weights_(self):

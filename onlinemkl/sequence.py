@@ -14,7 +14,7 @@ import numpy as np
 from ._validation import check_choice, check_number, check_rows, store_params
 from .engines.proximal import settings
 from .engines.sequence import LOSSES, SequenceEngine
-from .features import FeatureMap, LabelMap
+from .features import MAX_FEATURES, FeatureMap, LabelMap, check_feature_cap
 from .proximal import _COMMON_DOC, _ProximalFace
 from .sklearn import EngineEstimator
 
@@ -73,6 +73,8 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
       and rows) raises ``ValueError``/``TypeError`` naming ``xs`` or ``ys``
       and the position, and leaves the model unchanged.  ``fit`` names the
       sequence and restores the previous model.
+    * Dict positions hold at most ``max_features`` feature names (default
+      100 000): a sequence bringing names past it is rejected, listing them.
 
     Saving: ``model.save(path)`` writes onlinemkl's model file
     (:mod:`onlinemkl.persist`); ``onlinemkl.load(path)`` predicts
@@ -95,7 +97,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
 
     def __init__(self, kernels=None, loss="svm", cost=1.0, regularizer="sq_l21", lam=1e-4, q=1.5, sigma=1.0,
                  l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto", average=False,
-                 budget=None, eviction="oldest", n_epochs=1, random_state=None):
+                 budget=None, eviction="oldest", n_epochs=1, random_state=None, max_features=MAX_FEATURES):
         store_params(self, locals())
 
     _STATE_ATTRS = ("_engine", "_features", "_labels", "_array_input")
@@ -103,8 +105,9 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
     def _ensure_engine(self):
         if hasattr(self, "_engine"):
             return
+        check_feature_cap(self.max_features, None)
         self._engine = self._new_engine()
-        self._features = FeatureMap()
+        self._features = FeatureMap(max_features=self.max_features)
         self._labels = LabelMap()
         self._array_input = None
 
@@ -179,6 +182,8 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"xs: {exc}") from None
             if grow:
+                # every position's new names at once: past max_features nothing is recorded
+                self._features.check_room(self._features.new_names(k for v in values for k in v))
                 self._array_input = False
                 for v in values:
                     self._features.add(v)

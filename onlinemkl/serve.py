@@ -28,6 +28,9 @@ model unchanged: the learners check before they change anything, and the
 steps before the learner in a pipeline (e.g. the scaler) are restored if the
 learner rejects the example.
 
+A learner's ``max_features`` is enforced on the raw example, before the steps in front of the
+learner learn its new names; a prediction leaves no trace of the names it read in those steps.
+
 Safe defaults: the server binds to 127.0.0.1, reads lines of at most
 ``max_line_bytes`` (a longer line gets an error reply and is skipped),
 serves at most ``max_clients`` connections, and closes a connection idle
@@ -53,7 +56,6 @@ Example (not executed: it opens a socket)::
 
 from __future__ import annotations
 
-import copy
 import hmac
 import json
 import math
@@ -62,6 +64,9 @@ import socket
 import sys
 import threading
 import time
+
+from ._undo import undo_steps
+from ._validation import MAX_ABS_VALUE, TOO_LARGE
 
 __all__ = ["ModelServer", "DEFAULTS"]
 
@@ -171,6 +176,7 @@ class ModelServer:
         self.n_errors = 0
         self._since_checkpoint = 0
         # JSON keys are strings; a model whose features are numbers (LIBSVM, arrays) reads "3" as 3.
+        self._check_features = getattr(_final(model), "check_features", None)  # max_features (dict learners)
         cols = getattr(getattr(_final(model), "_features", None), "columns", None)
         self.numbered_features = bool(cols) and all(isinstance(k, int) and not isinstance(k, bool) for k in cols)
         from ._feature_check import FeatureCheck  # None: predict examples whose feature names differ
@@ -437,7 +443,8 @@ class ModelServer:
 
     @staticmethod
     def parse(line: bytes) -> dict:
-        """A validated request: ``x`` a dict of finite numbers, ``y`` a JSON scalar, ``proba`` a bool."""
+        """A validated request: ``x`` a dict of finite numbers of magnitude at most 1e150 (checked here,
+        before a scaler in front of the learner learns from them), ``y`` a JSON scalar, ``proba`` a bool."""
         try:
             req = json.loads(line)
         except UnicodeDecodeError:
@@ -453,8 +460,10 @@ class ModelServer:
         if not isinstance(x, dict):
             raise RequestError('"x" must be a JSON object mapping feature names to numbers')
         for k, v in x.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (type(v) is float and not math.isfinite(v)):
                 raise RequestError(f"feature {k!r} = {v!r} is not a finite number")
+            if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:  # before the pipeline's running statistics see it
+                raise RequestError(f"feature {k!r} = {v!r} {TOO_LARGE}")
         if "y" in req and not _label_ok(req["y"]):
             raise RequestError(f'"y" = {req["y"]!r}: a label is a JSON string, number or boolean')
         if not isinstance(req.get("proba", False), bool):
@@ -473,11 +482,22 @@ class ModelServer:
             bad = None if "y" in req or self.feature_check is None else self.feature_check.message(x)
             if bad:
                 raise RequestError(f"{bad}; send the model's features, or serve with --allow-feature-mismatch")
-            reply["prediction"] = _jsonable(self.model.predict_one(x))
-            if req.get("proba"):
-                proba = self.model.predict_proba_one(x)
-                reply["classes"] = [_jsonable(c) for c in proba]
-                reply["proba"] = [float(p) for p in proba.values()]
+            if "y" in req and self._check_features is not None:
+                try:  # the learner's max_features, before the steps in front of it learn the new names
+                    self._check_features(x)
+                except ValueError as exc:
+                    raise RequestError(str(exc)) from None
+            added = _added_by_predict(self.model, x)
+            try:
+                reply["prediction"] = _jsonable(self.model.predict_one(x))
+                if req.get("proba"):
+                    proba = self.model.predict_proba_one(x)
+                    reply["classes"] = [_jsonable(c) for c in proba]
+                    reply["proba"] = [float(p) for p in proba.values()]
+            finally:
+                for d, keys in added:
+                    for k in keys:
+                        d.pop(k, None)
             if "y" in req:
                 self._learn(x, req["y"])
                 reply["learned"] = True
@@ -487,23 +507,36 @@ class ModelServer:
 
     def _learn(self, x, y):
         """learn_one, with the steps before the learner restored if the learner rejects the example."""
-        steps = getattr(self.model, "steps", None)
-        saved = []
-        if steps is not None:
-            for step in list(steps.values())[:-1]:
-                saved.append((step, copy.deepcopy(step.__dict__)))
+        undo = undo_steps(self.model, x)  # a scaler: only x's entries (a whole copy grows with the features)
         try:
             self.model.learn_one(x, y)
         except Exception:
-            for step, state in saved:
-                step.__dict__.clear()
-                step.__dict__.update(state)
+            for restore in undo:
+                restore()
             raise
         self.n_learned += 1
         self._since_checkpoint += 1
         if self.save_path is not None and self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
             self._save(self.model, self.save_path)
             self._since_checkpoint = 0
+
+
+def _added_by_predict(model, x):
+    """``[(dict, names)]``: the names of ``x`` missing from each dict attribute of the steps before the
+    learner, to remove after a prediction.  river's ``StandardScaler.transform_one`` reads its
+    ``defaultdict`` of variances, which adds every unseen name: without this, predictions on
+    endless new feature names would grow the server's memory without bound."""
+    steps = getattr(model, "steps", None)
+    if not steps:
+        return []
+    out = []
+    for step in list(steps.values())[:-1]:
+        for d in vars(step).values():
+            if isinstance(d, dict):
+                new = [k for k in x if k not in d]
+                if new:
+                    out.append((d, new))
+    return out
 
 
 class _Connection:

@@ -19,7 +19,8 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_rows, check_target, float_array
+from ._sync import ModelLock
+from ._validation import check_rows, check_target, first_out_of_range, float_array
 from .features import LabelMap
 
 __all__ = ["EngineEstimator", "EngineClassifier", "MiniBatchRegressor", "check_labels", "check_targets"]
@@ -47,18 +48,23 @@ def check_targets(y, n_rows, owner="this regressor", name="y"):
         v = v.ravel()
     if v.ndim != 1 or v.shape[0] != n_rows:
         raise ValueError(f"{name} must be 1-D with one target per row of X ({n_rows} rows); got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        i = int(np.argmax(~np.isfinite(v)))
+    found = first_out_of_range(v)
+    if found is not None:
+        (i,), value, why = found
+        if np.isfinite(value):
+            raise ValueError(f"{name}[{i}] = {value!r} {why}")
         raise ValueError(f"{name} contains NaN or infinite targets (first at position {i}); drop or impute them")
     return np.ascontiguousarray(v)
 
 
-class EngineEstimator(BaseEstimator):
+class EngineEstimator(ModelLock, BaseEstimator):
     """Base of the array-API estimators: a fitted estimator holds ``_engine`` and ``n_features_in_``.
 
     Subclasses define ``_new_engine(...)`` (a fresh engine from the parameters,
     validating them) and may keep learnt state beside the engine's with
-    ``_face_state`` (what to save) and ``_face_attrs`` (what to restore).
+    ``_face_state`` (what to save) and ``_face_attrs`` (what to restore).  Fitting, prediction,
+    saving and the fitted attributes take the model's lock (:mod:`onlinemkl._sync`): one
+    estimator can be shared by several threads.
     """
 
     # -- input ------------------------------------------------------------------------------

@@ -39,6 +39,12 @@ class LearnerSpec:
         return "\n".join(lines)
 
 
+#: The dict-input learners' cap on feature names (the per-example ones can also hash them).
+_FEATURE_CAP = {"max_features": ("100000", "at most this many features: an example bringing new names past it "
+                                           "is rejected (none: no cap)")}
+_FEATURE_HASHING = {"feature_hashing": ("none", "hash feature names into this many fixed columns (for streams "
+                                                "whose names never stop changing)")}
+
 LEARNERS = {
     "obscure": LearnerSpec(
         name="obscure",
@@ -59,6 +65,7 @@ LEARNERS = {
             "replay": ("auto", "after a margin error, this many extra steps on past examples (0: off; "
                                "auto: 5 without a budget, 0 with one)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
+            **_FEATURE_CAP, **_FEATURE_HASHING,
         },
     ),
 }
@@ -90,7 +97,7 @@ def _proximal_params(cls_defaults: dict, head: dict) -> dict:
     out = dict(head)
     for k, (d, h) in _PROXIMAL_COMMON.items():
         out[k] = (cls_defaults[k] if d is None else d, h)
-    return out
+    return {**out, **_FEATURE_CAP, **_FEATURE_HASHING}
 
 
 LEARNERS["proximal"] = LearnerSpec(
@@ -136,6 +143,7 @@ LEARNERS["polymkl"] = LearnerSpec(
         "constant": ("true", "with the default kernels: add a constant base kernel"),
         "tol": ("1e-06", "relative residual at which conjugate gradients stop"),
         "seed": ("none", "random seed of the sampling"),
+        **_FEATURE_CAP,
     },
 )
 LEARNERS["nonlinear"] = LearnerSpec(
@@ -156,6 +164,7 @@ LEARNERS["nonlinear"] = LearnerSpec(
         "max_iter": ("20", "projected gradient iterations per mini-batch"),
         "budget": ("200", "support set: the window of the most recent examples"),
         "constant": ("true", "with the default kernels: add a constant base kernel"),
+        **_FEATURE_CAP,
     },
 )
 

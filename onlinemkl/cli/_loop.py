@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import sys
 
+from .._undo import snapshot as _snapshot
+from .._validation import check_example
 from ._errors import CommandError
 from ._model import final_step
 from ._source import Source
@@ -120,6 +122,7 @@ def learn_checked(model, x, y):
     a StandardScaler's touched entries are restored (other transformers are
     copied beforehand).
     """
+    check_example(x)  # an overflowing value would poison a scaler's running variance before the learner sees it
     steps = getattr(model, "steps", None)
     if not steps:
         return model.learn_one(x, y)
@@ -132,33 +135,6 @@ def learn_checked(model, x, y):
         for restore in undo:
             restore()
         raise
-
-
-def _snapshot(step, x):
-    from river import preprocessing
-
-    if type(step) is preprocessing.StandardScaler and step.window_size is None:
-        saved = []
-        for d in (step.counts, step.means, step.vars):
-            saved.append((d, {k: d[k] for k in x if k in d}, [k for k in x if k not in d]))
-
-        def restore():
-            for d, old, new in saved:
-                for k in new:
-                    d.pop(k, None)
-                for k, v in old.items():  # item by item: Counter.update would add the counts
-                    d[k] = v
-
-        return restore
-    import copy
-
-    state = copy.deepcopy(step.__dict__)
-
-    def restore():
-        step.__dict__.clear()
-        step.__dict__.update(state)
-
-    return restore
 
 
 def _progress(args, total=None):

@@ -12,11 +12,11 @@ Nothing here imports scikit-learn.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ..features import FeatureMap, LabelMap
+from .._sync import ModelLock, _lock_of
+from .._validation import MAX_ABS_VALUE, check_target_value
+from ..features import FeatureMap, LabelMap, check_feature_cap
 
 __all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
 
@@ -30,16 +30,18 @@ def softmax_dict(labels, scores) -> dict:
 
 
 def check_regression_target(y) -> float:
-    """A river regression target: a finite real number (not a bool)."""
-    if isinstance(y, bool) or not isinstance(y, numbers.Real) or not np.isfinite(y):
-        raise ValueError(f"y={y!r}: a regression target must be a finite number")
-    return float(y)
+    """A river regression target: a finite real number (not a bool) of magnitude at most 1e150."""
+    if type(y) is float and -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
+        return y
+    return check_target_value(y)
 
 
-class EngineAdapter:
+class EngineAdapter(ModelLock):
     """Mixin before river's estimator base: ``_engine``, ``_features`` and (classifiers) ``_labels``.
 
-    Subclasses call :meth:`_attach` at the end of ``__init__``.
+    Subclasses call :meth:`_attach` at the end of ``__init__``.  Learning, prediction, saving and
+    the fitted attributes take the model's lock (:mod:`onlinemkl._sync`): one model can be shared
+    by several threads.
     """
 
     def _attach(self, engine, features: FeatureMap, labels: LabelMap | None = None) -> None:
@@ -48,6 +50,25 @@ class EngineAdapter:
         if labels is not None:
             self._labels = labels
         self._link()
+        if features.hashing is not None:  # fixed columns from the start
+            engine.set_features(len(features), features.lookup)
+
+    def _feature_map(self, ordered: str = "arrival") -> FeatureMap:
+        """The feature map of the ``max_features`` and ``feature_hashing`` parameters (validated)."""
+        hashing = getattr(self, "feature_hashing", None)
+        check_feature_cap(self.max_features, hashing, ordered)
+        return FeatureMap(ordered, self.max_features, hashing)
+
+    def check_features(self, x: dict) -> None:
+        """Raise ``ValueError`` (listing them) if learning ``x`` would take the model past ``max_features``.
+
+        :meth:`learn_one` checks this itself; the server calls it on the raw example, before the
+        steps in front of the learner (a scaler) add the names to their own statistics.
+        """
+        with _lock_of(self):
+            f = self._features
+            if f.max_features is not None:
+                f.check_room(f.new_names(x))
 
     def _link(self) -> None:
         """Give the engine the feature map's lookup (for kernel groups of feature names)."""
@@ -117,7 +138,8 @@ class EngineAdapter:
         """Restore onto a fresh adapter built from the saved parameters; a ``ValueError`` names the
         rule an inconsistent state breaks."""
         self._engine.set_state(state["engine"], arrays)
-        features = FeatureMap(self._features.ordered)
+        old = self._features
+        features = FeatureMap(old.ordered, old.max_features, old.hashing)
         features.restore(state["features"])
         if len(features) != self._engine.n_features:
             raise ValueError(f"{len(features)} feature names for {self._engine.n_features} engine features")

@@ -13,12 +13,13 @@ support window ``budget`` rows.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from river import base
 
-from .._validation import check_feature_value, check_number
-from ..features import FeatureMap
+from .._validation import check_feature_value, check_number, first_out_of_range
 from ._base import EngineAdapter, check_regression_target
 
 
@@ -33,7 +34,7 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
 
     def _setup(self, engine):
         check_number("batch_size", self.batch_size, low=1, integer=True)
-        self._attach(engine, FeatureMap(ordered="sorted"))
+        self._attach(engine, self._feature_map(ordered="sorted"))
         self._pending: list = []  # (validated {name: value}, y)
 
     def _register(self, names):
@@ -68,8 +69,11 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
                 for v in X[col]:
                     check_feature_value(col, v)
             raise
-        if A.size and not np.all(np.isfinite(A)):
-            r, c = np.argwhere(~np.isfinite(A))[0]
+        found = first_out_of_range(A) if A.size else None
+        if found is not None:
+            (r, c), v, why = found
+            if math.isfinite(v):
+                raise ValueError(f"{name}: feature {X.columns[c]!r} = {v!r} (row {r}) {why}")
             raise ValueError(f"{name} has a NaN or infinite value in column {X.columns[c]!r} (row {r}); "
                              "impute or drop it before the learner")
         return A
@@ -79,7 +83,11 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
         yv = y.to_numpy(dtype=np.float64) if isinstance(y, pd.Series) else np.asarray(y, dtype=np.float64)
         if yv.shape != (A.shape[0],):
             raise ValueError(f"y must hold one target per row of X ({A.shape[0]} rows); got shape {yv.shape}")
-        if not np.all(np.isfinite(yv)):
+        found = first_out_of_range(yv)
+        if found is not None:
+            (i,), v, why = found
+            if math.isfinite(v):
+                raise ValueError(f"y[{i}] = {v!r} {why}")
             raise ValueError("y contains NaN or infinite values; drop or impute them")
         cols = list(X.columns)
         self._register(cols)

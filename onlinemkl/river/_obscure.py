@@ -11,7 +11,7 @@ from .._core import obscure as _co
 from .._validation import check_choice, store_params
 from ..engines._replay import DEFAULT_WINDOW, check_replay
 from ..engines.obscure import ObscureEngine, check_params, stream_step
-from ..features import FeatureMap, LabelMap
+from ..features import MAX_FEATURES, LabelMap
 from ._base import EngineAdapter, softmax_dict
 
 
@@ -67,6 +67,14 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         very wide, at most 2^20 values in all).
     loss
         'multiclass_hinge', or 'hinge' (binary: True/False labels).
+    max_features
+        At most this many features (every stored example is a dense row over all of them): an
+        example bringing new names past the cap is rejected with a ``ValueError`` listing them,
+        the model unchanged.  None: no cap.  The default is far above any dense data set's width.
+    feature_hashing
+        None, or a width: hash every feature name into that many fixed columns (CRC-32; colliding
+        names add up), for streams whose names never stop changing (ids, words).  Memory then
+        does not depend on the names seen; kernel groups of names read their names' columns.
 
     Examples
     --------
@@ -81,14 +89,15 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     def __init__(self, kernels: tuple | None = None, p: float | None = None, lam: float | None = None,
                  C: float = 1.0, eta: float | None = None, switch_after: int | str | None = "auto",
                  pegasos: bool = False, budget: int | None = None, eviction: str = "oldest",
-                 loss: str = "multiclass_hinge", replay: int | str = "auto", replay_window: int = DEFAULT_WINDOW):
+                 loss: str = "multiclass_hinge", replay: int | str = "auto", replay_window: int = DEFAULT_WINDOW,
+                 max_features: int | None = MAX_FEATURES, feature_hashing: int | None = None):
         store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
         self._kernels, self._p = check_params(kernels, p, lam, C, eta, switch_after, budget, eviction)
         check_choice("loss", loss, ("multiclass_hinge", "hinge"))
         steps = check_replay(replay, replay_window, budget)
         self._attach(ObscureEngine(self._kernels, self._p, eta, lam, budget, eviction, bool(pegasos), loss == "hinge",
-                                   C=C, replay=steps, replay_window=replay_window), FeatureMap(), LabelMap())
+                                   C=C, replay=steps, replay_window=replay_window), self._feature_map(), LabelMap())
 
     @property
     def _multiclass(self):

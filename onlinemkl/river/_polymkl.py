@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._validation import store_params
 from ..engines.polymkl import make_engine
+from ..features import MAX_FEATURES
 from ._minibatch import _MiniBatchRiver
 
 
@@ -24,6 +25,9 @@ class PolyMKLRegressor(_MiniBatchRiver):
         See :class:`onlinemkl.PolyMKLRegressor`.
     seed
         Random seed of the sampling.
+    max_features
+        At most this many features: an example bringing new names past it is rejected
+        (``ValueError`` listing them), as in :class:`onlinemkl.river.OBSCUREClassifier`.
 
     Examples
     --------
@@ -38,7 +42,7 @@ class PolyMKLRegressor(_MiniBatchRiver):
     def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 3, rho=None,
                  lam: float = 0.1, n_iter: int = 50, eta: float = 1.0, solver: str = "stochastic",
                  iterate: str = "average", budget: int | None = 200, constant: bool = True, tol: float = 1e-6,
-                 seed: int | None = None):
+                 seed: int | None = None, max_features: int | None = MAX_FEATURES):
         store_params(self, locals())
         self._setup(make_engine(self, seed))
 

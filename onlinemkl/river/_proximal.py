@@ -8,7 +8,7 @@ from river import base
 from .._validation import store_params
 from ..engines._replay import DEFAULT_WINDOW
 from ..engines.proximal import classifier_engine, regressor_engine
-from ..features import FeatureMap, LabelMap
+from ..features import MAX_FEATURES, LabelMap
 from ._base import EngineAdapter, check_regression_target, softmax_dict
 
 
@@ -31,7 +31,9 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     softmax of the class scores (calibrated only for the logistic loss).
     ``replay`` ('auto': 5 without a budget, 0 with one) and ``replay_window``: after a
     positive loss, that many extra steps on past examples from a reservoir of the stream
-    (as :class:`onlinemkl.river.OBSCUREClassifier`'s; 0 turns it off).
+    (as :class:`onlinemkl.river.OBSCUREClassifier`'s; 0 turns it off).  ``max_features`` and
+    ``feature_hashing``: as :class:`onlinemkl.river.OBSCUREClassifier`'s (a cap on new feature
+    names, or names hashed into fixed columns).
 
     Examples
     --------
@@ -48,12 +50,13 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  l1_ratio: float = 1.0, group_weights: tuple | None = None, schedule: str = "invsqrt",
                  eta0: float = 1.0, gamma: float | str | None = "auto", average: bool = False,
                  budget: int | None = None, eviction: str = "least_impact", replay: int | str = "auto",
-                 replay_window: int = DEFAULT_WINDOW):
+                 replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
+                 feature_hashing: int | None = None):
         store_params(self, locals())
         # Multiclass form from the start: labels emerge over time.
         engine = classifier_engine(self, 3)
         engine.set_n_outputs(0)
-        self._attach(engine, FeatureMap(), LabelMap())
+        self._attach(engine, self._feature_map(), LabelMap())
 
     @property
     def _multiclass(self):
@@ -95,7 +98,8 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
     differ, for one pass over a stream: the last iterate (``average=False``), which follows
     a drifting target where the average of all iterates lags, ``lam=1e-3`` and ``eta0=0.2``
     (every regression step is capped at ``1 / K(x, x)``, so a larger step stays stable on
-    wide inputs).  Over 13 offline regression streams
+    wide inputs).  ``max_features`` and ``feature_hashing`` as :class:`onlinemkl.river.OBSCUREClassifier`'s.
+    Over 13 offline regression streams
     (``benchmarks/results/defaults_regression.md``) that moved the prequential MAE from 1.44x
     to 1.07x river's best regressor's in the mean (worst 3.0x to 1.65x).
 
@@ -114,9 +118,10 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
                  sigma: float = 1.0, l1_ratio: float = 1.0, group_weights: tuple | None = None,
                  schedule: str = "invsqrt", eta0: float = 0.2, gamma: float | str | None = None,
                  average: bool = False, budget: int | None = None, eviction: str = "least_impact",
-                 replay: int = 0, replay_window: int = DEFAULT_WINDOW):
+                 replay: int = 0, replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
+                 feature_hashing: int | None = None):
         store_params(self, locals())
-        self._attach(regressor_engine(self), FeatureMap())
+        self._attach(regressor_engine(self), self._feature_map())
 
     @classmethod
     def _unit_test_params(cls):
