@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,18 +53,11 @@ def _model(tmp: Path) -> Path:
 
 
 def _craft(src: Path, dst: Path, edit=None, deflate=(), raw_meta=None) -> Path:
-    with zipfile.ZipFile(src) as z:
-        entries = {n: z.read(n) for n in z.namelist()}
-    meta = json.loads(entries.pop("meta.json"))
-    if edit:
-        edit(meta, entries)
-    for name, data in entries.items():
-        meta["entries"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-    with zipfile.ZipFile(dst, "w") as z:
-        for name, data in entries.items():
-            z.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name in deflate else zipfile.ZIP_STORED)
-        z.writestr("meta.json", raw_meta if raw_meta is not None else json.dumps(meta))
-    return dst
+    """A crafted model file, as the tests craft them (``tests/test_persist_abuse.craft``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from test_persist_abuse import craft
+
+    return craft(src, dst, edit, deflate, raw_meta)
 
 
 def _load_outcome(path: Path) -> dict:
