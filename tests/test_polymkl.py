@@ -428,3 +428,38 @@ def test_state_with_parameter_rows_of_another_width_is_refused():
     m2 = PolyMKLRegressor(kernels=kernels, degree=2, n_iter=6, budget=25, random_state=1)
     with pytest.raises(ValueError, match="ck_params must be float64 of shape"):
         m2._set_state(state, narrow)
+
+
+def _whole_state(model):
+    state, arrays = model._get_state()
+    return state, {k: v.copy() for k, v in arrays.items()}
+
+
+@pytest.mark.parametrize("cls", ["poly", "cortes"])
+@pytest.mark.parametrize("value, match", [(1e100, "overflow"), (1e200, "overflows"), (np.inf, "infinite"),
+                                          (np.nan, "NaN")])
+def test_bad_values_in_a_batch_name_the_column_and_leave_the_whole_state_unchanged(cls, value, match):
+    """1e100 is finite but its degree-3 kernel values overflow; 1e200's square overflows; inf and NaN.
+    Through the face (partial_fit) and the engine (what the river adapters call): a ValueError naming
+    column 2, and get_state() before and after equal, array by array."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(60, 4))
+    y = X[:, 0] * X[:, 1]
+    make = {"poly": lambda: PolyMKLRegressor(degree=3, n_iter=10, budget=40, random_state=0),
+            "cortes": lambda: NonlinearKRRRegressor(degree=3, max_iter=5, budget=40)}[cls]
+    m = make().partial_fit(X[:30], y[:30])
+    before = _whole_state(m)
+    Xb = X[30:].copy()
+    Xb[3, 2] = value
+    for learn in (m.partial_fit, m._engine.learn_many):
+        with pytest.raises(ValueError, match=f"(?s)(column 2|X contains).*{match}|{match}.*column 2"):
+            learn(Xb, y[30:])
+        after = _whole_state(m)
+        assert after[0] == before[0]
+        assert after[1].keys() == before[1].keys()
+        for k in before[1]:
+            np.testing.assert_array_equal(after[1][k], before[1][k], err_msg=k)
+    # and it goes on learning as if the bad batch had never come
+    fresh = make().partial_fit(X[:30], y[:30]).partial_fit(X[30:], y[30:])
+    m.partial_fit(X[30:], y[30:])
+    np.testing.assert_array_equal(m.predict(X), fresh.predict(X))

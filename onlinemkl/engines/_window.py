@@ -15,7 +15,31 @@ from ..kernels import check_kernels
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width"]
+__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch"]
+
+#: Largest accepted magnitude of an input or target: its square, summed over millions of rows,
+#: stays finite in float64 (standardising a column computes such sums).
+MAX_ABS = 1e150
+
+
+def _column(j, names):
+    return f"feature {names[j]!r}" if names is not None and j < len(names) else f"column {j}"
+
+
+def check_batch(X, y, names=None):
+    """Raise ``ValueError`` naming the column (and row) of the first value that is NaN, infinite or
+    so large (``> MAX_ABS`` in magnitude) that its square would overflow; the same for the targets."""
+    bad = ~np.isfinite(X) | (np.abs(X) > MAX_ABS)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"{_column(j, names)} holds {X[i, j]!r} in row {i} of the batch: NaN, infinite or beyond "
+                         f"{MAX_ABS:g} in magnitude (its square overflows float64); impute, drop or rescale it "
+                         "before the learner (e.g. StandardScaler)")
+    bad = ~np.isfinite(y) | (np.abs(y) > MAX_ABS)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"target y holds {y[i]!r} in row {i} of the batch: NaN, infinite or beyond {MAX_ABS:g} in "
+                         "magnitude; drop or rescale it before the learner")
 
 
 class BaseKernels:
@@ -137,6 +161,56 @@ class WindowEngine(EngineBase):
     #: The arrays of the state, beside the base kernels' (subclasses).
     _ARRAYS: tuple = ()
     _LEARNER = ""
+
+    #: Feature names by column (set by a face that has them), for error messages.
+    column_names = None
+
+    def learn_many(self, X: np.ndarray, y: np.ndarray):
+        """Append a batch to the window and run the solver on it, all or nothing.
+
+        Values that are NaN, infinite or whose squares overflow are rejected before anything
+        changes.  Should the solve still produce non-finite numbers (finite inputs whose kernel
+        values overflow, e.g. large magnitudes raised to a high degree), the whole state is put
+        back as it was and a ``ValueError`` names the column of largest magnitude.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        check_batch(X, y, self.column_names)
+        saved = self.get_state()
+        saved = (dict(saved[0]), {k: v.copy() for k, v in saved[1].items()})
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                self._learn_batch(X, y)
+            ok = all(bool(np.all(np.isfinite(getattr(self, name)))) for name in self._ARRAYS)
+        except ValueError:
+            self.set_state(*saved, strict=False)
+            raise
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError):
+            ok = False
+        if not ok:
+            self.set_state(*saved, strict=False)
+            j = int(np.argmax(np.abs(X).max(axis=0))) if X.size else 0
+            raise ValueError(f"the batch makes the kernel values overflow (non-finite numbers); "
+                             f"{_column(j, self.column_names)} has the largest magnitude ({np.abs(X[:, j]).max():g}): "
+                             "rescale it (e.g. StandardScaler) or lower the degree. The model is unchanged.")
+
+    def _check_kernel_range(self, Z, degree):
+        """Raise ``ValueError`` naming the column when the inputs ``Z`` entering the linear base kernels
+        (the factor form) make degree-``degree`` kernel values, summed over the window, overflow float64
+        (any entry beyond ``(1e300 / (n r^degree))^(1 / (2 degree))``)."""
+        if self.base.kernels is not None or not Z.size:
+            return
+        n, r = Z.shape[0], Z.shape[1] + 1
+        limit = (1e300 / (n * float(r) ** degree)) ** (0.5 / degree)
+        big = np.abs(Z).max(axis=0)
+        if big.max() > limit:
+            j = int(np.argmax(big))
+            raise ValueError(f"{_column(j, self.column_names)} reaches {big[j]:g} in magnitude: its degree-{degree} "
+                             f"kernel values overflow float64 (the limit is {limit:.3g}); rescale it (e.g. StandardScaler) "
+                             "or lower the degree. The model is unchanged.")
+
+    def _learn_batch(self, X, y):  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
 
     def _init_window(self, kernels, constant, budget):
         self.base = BaseKernels(kernels, constant)

@@ -159,9 +159,10 @@ class CortesEngine(WindowEngine):
 
     # -- learning ----------------------------------------------------------------------------------
 
-    def learn_many(self, X, y):
+    def _learn_batch(self, X, y):
         """Append a (validated) batch to the window and run Algorithm 1 on the window."""
         self._append(X, y)
+        self._check_kernel_range(self.Xw, self.d)
         self._run()
 
     def _run(self):

@@ -198,12 +198,13 @@ class PolyMKLEngine(WindowEngine):
             self.Z = Z
             self.rebuild_index()
 
-    def learn_many(self, X: np.ndarray, y: np.ndarray):
+    def _learn_batch(self, X: np.ndarray, y: np.ndarray):
         """Append a (validated) batch to the window and run the solver on the window."""
         n_old = self.Xw.shape[0]
         alpha0 = np.concatenate([self.alpha if self.alpha.shape[0] == n_old else np.zeros(n_old),
                                  np.zeros(X.shape[0])])
         (alpha0,) = self._append(X, y, alpha0)
+        self._check_kernel_range(self.Xw, self.D)
         rng = np.random.default_rng([self.seed, self.batches])
         self.batches += 1
         self._solve(rng, np.ascontiguousarray(alpha0))
