@@ -3,6 +3,8 @@ kernels over a support window, the window itself, and the KRR solves."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import warnings
 
 import numpy as np
@@ -15,7 +17,77 @@ from ..kernels import check_kernels
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch"]
+__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge",
+           "check_lam", "LAM_GRID", "blas_limit"]
+
+#: Windows of fewer rows run their BLAS calls on one thread: an ``n x n`` product or
+#: factorisation of a few hundred rows is over before extra threads pay for themselves, and
+#: spinning threads fight the other processes (and each other) on a shared machine.
+BLAS_SERIAL_ROWS = 2000
+
+_controller = None
+
+
+def blas_threads(n_rows):
+    """The BLAS thread limit that fits work on ``n_rows`` support rows (1 below ``BLAS_SERIAL_ROWS``,
+    else every core)."""
+    return 1 if n_rows < BLAS_SERIAL_ROWS else (os.cpu_count() or 1)
+
+
+def blas_limit(n_rows):
+    """Context manager: BLAS (numpy's, scipy's and the one Numba calls) limited to
+    :func:`blas_threads` threads (``threadpoolctl``); the process's setting comes back on exit."""
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    if n_rows >= BLAS_SERIAL_ROWS:
+        return contextlib.nullcontext()
+    return _controller.limit(limits=blas_threads(n_rows), user_api="blas")
+
+
+#: The ridge shifts ``n lam`` that ``lam='auto'`` tries, relative to the kernel's mean eigenvalue.
+LAM_GRID = np.logspace(-7.0, 2.0, 37)
+
+
+def check_lam(lam):
+    """``lam``: 'auto' or a positive finite number (``ValueError`` / ``TypeError`` naming it otherwise)."""
+    if isinstance(lam, str):
+        if lam != "auto":
+            raise ValueError(f"lam={lam!r}: expected 'auto' (chosen by leave-one-out on every batch) or a number > 0")
+        return lam
+    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise TypeError(f"lam={lam!r}: expected 'auto' or a number > 0")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam={lam!r}: expected 'auto' or a finite number > 0")
+    return float(lam)
+
+
+def loo_ridge(K, y, grid=LAM_GRID):
+    """Kernel ridge regression with its ridge chosen by exact leave-one-out, from one eigendecomposition.
+
+    With ``K = U diag(s) U'`` and shift ``c = n lam``, the hat matrix is ``H = U diag(s / (s + c)) U'``
+    and the leave-one-out residual of example ``i`` is ``(y - H y)_i / (1 - H_ii)``: every shift of
+    ``grid`` (times the mean eigenvalue) costs two ``n x n`` products.  Returns ``(lam, alpha, loo_mse)``
+    with ``alpha = (K + n lam I)^-1 y`` for the shift of least leave-one-out error (for the mean squared
+    loss, ``lam = c / n``).
+    """
+    n = y.shape[0]
+    s, U = scipy.linalg.eigh(K, check_finite=False)
+    s = np.maximum(s, 0.0)
+    scale = s.sum() / n
+    if not scale > 0:
+        scale = 1.0
+    shifts = scale * np.asarray(grid)
+    Uy = U.T @ y
+    F = s[:, None] / (s[:, None] + shifts[None, :])
+    resid = y[:, None] - U @ (F * Uy[:, None])
+    lev = (U * U) @ F
+    loo = np.mean((resid / np.maximum(1.0 - lev, 1e-12)) ** 2, axis=0)
+    k = int(np.argmin(loo))
+    alpha = U @ (Uy / (s + shifts[k]))
+    return float(shifts[k] / n), alpha, float(loo[k])
 
 #: Largest accepted magnitude of an input or target: its square, summed over millions of rows,
 #: stays finite in float64 (standardising a column computes such sums).
@@ -179,7 +251,8 @@ class WindowEngine(EngineBase):
         saved = self.get_state()
         saved = (dict(saved[0]), {k: v.copy() for k, v in saved[1].items()})
         try:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), \
+                    blas_limit(self.Xw.shape[0] + X.shape[0]):
                 self._learn_batch(X, y)
             ok = all(bool(np.all(np.isfinite(getattr(self, name)))) for name in self._ARRAYS)
         except ValueError:
@@ -212,9 +285,22 @@ class WindowEngine(EngineBase):
     def _learn_batch(self, X, y):  # pragma: no cover - every subclass overrides
         raise NotImplementedError
 
-    def _init_window(self, kernels, constant, budget):
+    def predict_many(self, X: np.ndarray) -> np.ndarray:
+        """Predictions of many (validated) rows in the target's units; 0 before the first batch."""
+        if self.Xw.shape[0] == 0:
+            return np.zeros(X.shape[0])
+        with blas_limit(self.Xw.shape[0]):
+            return self._predict(X)
+
+    def _predict(self, X):  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def _init_window(self, kernels, constant, budget, standardize=False, lam=0.1):
         self.base = BaseKernels(kernels, constant)
         self.budget = budget
+        self.standardize = bool(standardize)
+        self.lam_auto = lam == "auto"
+        self.lam = 0.0 if self.lam_auto else float(lam)  # the ridge in use ('auto': chosen per batch, 0 before)
         self.n_features = 0
         self.Xw = np.zeros((0, 0))
         self.yw = np.zeros(0)
@@ -222,6 +308,40 @@ class WindowEngine(EngineBase):
     @property
     def n_support(self) -> int:
         return int(self.Xw.shape[0])
+
+    def scaling(self):
+        """``(x_mean, x_scale, y_mean, y_scale)`` of the window: the kernels see ``(x - x_mean) / x_scale``
+        and the solvers ``(y - y_mean) / y_scale``.  With ``standardize`` these are the window's means and
+        standard deviations (scale 1 for a constant column); without, only the target is centred.
+        A function of the window, which the state holds, so a restored model scales as the original."""
+        nf = self.Xw.shape[1]
+        if self.Xw.shape[0] == 0:
+            return np.zeros(nf), np.ones(nf), 0.0, 1.0
+        ym = float(self.yw.mean())
+        if not self.standardize:
+            return np.zeros(nf), np.ones(nf), ym, 1.0
+        xm = self.Xw.mean(axis=0)
+        xs = self.Xw.std(axis=0)
+        xs[~(xs > 1e-12 * np.maximum(np.abs(xm), 1e-300))] = 1.0
+        ys = float(self.yw.std())
+        if not ys > 1e-12 * max(abs(ym), 1e-300):
+            ys = 1.0
+        return xm, xs, ym, ys
+
+    def scaled_window(self):
+        """``(Z, yc, scaling)``: the window's inputs and targets as the solvers see them."""
+        sc = self.scaling()
+        return (self.Xw - sc[0]) / sc[1], (self.yw - sc[2]) / sc[3], sc
+
+    def scaled_queries(self, X, sc):
+        """Query rows as the kernels see them (width fitted to the model's features); with
+        ``standardize``, each column clipped to the window's range, so that a polynomial kernel does
+        not extrapolate a cubic far beyond the data it was fitted on (a drifting stream's next
+        example often lies outside the window)."""
+        Z = (fit_width(X, self.n_features) - sc[0]) / sc[1]
+        if self.standardize:
+            Z = np.clip(Z, (self.Xw.min(axis=0) - sc[0]) / sc[1], (self.Xw.max(axis=0) - sc[0]) / sc[1])
+        return np.ascontiguousarray(Z)
 
     def set_lookup(self, lookup) -> None:
         self.base.lookup = lookup

@@ -60,7 +60,7 @@ import numpy as np
 
 from .._lazy import lazy_module
 from .._validation import check_choice, check_number
-from ._window import WindowEngine, direct_solve, fit_width
+from ._window import WindowEngine, check_lam, direct_solve, loo_ridge
 
 _cp = lazy_module("polymkl")
 
@@ -130,12 +130,12 @@ class PolyMKLEngine(WindowEngine):
     _ARRAYS = ("Xw", "yw", "Z", "theta", "theta_pred", "alpha", "alpha_pred")
     _LEARNER = "PolyMKL"
 
-    def __init__(self, kernels, constant, degree, rho, lam, n_iter, eta, solver, iterate, budget, tol, seed):
+    def __init__(self, kernels, constant, degree, rho, lam, n_iter, eta, solver, iterate, budget, tol, seed,
+                 standardize=False):
         self._remember_init(locals())
-        self._init_window(kernels, constant, budget)
+        self._init_window(kernels, constant, budget, standardize, lam)
         self.D = int(degree)
         self.wdeg = np.asarray(rho, dtype=np.float64) ** -2.0
-        self.lam = float(lam)
         self.n_iter = int(n_iter)
         self.eta = float(eta)
         self.solver = solver
@@ -148,7 +148,6 @@ class PolyMKLEngine(WindowEngine):
         self.theta_pred = np.zeros(0)
         self.alpha = np.zeros(0)
         self.alpha_pred = np.zeros(0)
-        self.ybar = 0.0
         self.index: dict = {}
         self.history: list = []  # J(theta_k) per iteration of the last batch (diagnostic, not saved)
         self.history_t: list = []  # seconds since the batch started, per iteration
@@ -204,30 +203,35 @@ class PolyMKLEngine(WindowEngine):
         alpha0 = np.concatenate([self.alpha if self.alpha.shape[0] == n_old else np.zeros(n_old),
                                  np.zeros(X.shape[0])])
         (alpha0,) = self._append(X, y, alpha0)
-        self._check_kernel_range(self.Xw, self.D)
         rng = np.random.default_rng([self.seed, self.batches])
         self.batches += 1
         self._solve(rng, np.ascontiguousarray(alpha0))
 
     def _solve(self, rng, alpha):
-        Xw, n, D = self.Xw, self.Xw.shape[0], self.D
-        self.ybar = float(self.yw.mean())
-        yc = self.yw - self.ybar
-        shift = n * self.lam
-        Kb, Fb = self.base.arrays(Xw)
+        Zw, yc, _ = self.scaled_window()
+        n, D = Zw.shape[0], self.D
+        self._check_kernel_range(Zw, D)
+        Kb, Fb = self.base.arrays(Zw)
         mode = self.base.mode
         S = _cp.base_sum(Kb, Fb, mode, n)
         self.history, self.history_t = [], []
         t0 = time.perf_counter()
         if self.solver == "uniform":
             K = S ** D
-            self.alpha = alpha
-            self.cg_iters += dual_solve(K, shift, yc, self.alpha, self.tol)
+            if self.lam_auto:
+                self.lam, self.alpha, _ = loo_ridge(K, yc)
+            else:
+                self.alpha = alpha
+                self.cg_iters += dual_solve(K, n * self.lam, yc, self.alpha, self.tol)
             self.alpha_pred = self.alpha.copy()
             return
         r = self.base.n_base(self.n_features)
         order = self.base.order(self.n_features)
         P = _cp.hadamard_powers(S, D)
+        if self.lam_auto and not self.lam > 0:
+            # first batch: the ridge that suits the uniform kernel on the unit l2 ball of theta
+            self.lam = loo_ridge(P[D] / math.sqrt(math.comb(r + D, D)), yc)[0]
+        shift = n * self.lam
         prior = self.prior()
         Ktheta = _cp.combined_kernel(self.Z, self.theta * prior, Kb, Fb, mode, n)
         self.cg_iters += dual_solve(Ktheta, shift, yc, alpha, self.tol)
@@ -271,39 +275,41 @@ class PolyMKLEngine(WindowEngine):
             self.history.append(0.5 * self.lam * float(np.dot(yc, alpha)))
             self.history_t.append(time.perf_counter() - t0)
         self.alpha = alpha
-        if self.iterate == "average" and T > 0 and eta > 0 and len(self.history):
-            self.theta_pred = theta_sum / len(self.history)
+        averaged = self.iterate == "average" and T > 0 and eta > 0 and len(self.history)
+        self.theta_pred = theta_sum / len(self.history) if averaged else self.theta.copy()
+        if self.lam_auto:  # the ridge by leave-one-out for the predictor's kernel (the chain keeps its own)
+            K = _cp.combined_kernel(self.Z, self.theta_pred * self.prior(), Kb, Fb, mode, n)
+            self.lam, self.alpha_pred, _ = loo_ridge(K, yc)
+        elif averaged:
             K = _cp.combined_kernel(self.Z, self.theta_pred * self.prior(), Kb, Fb, mode, n)
             self.alpha_pred = alpha.copy()
             self.cg_iters += dual_solve(K, shift, yc, self.alpha_pred, self.tol)
         else:
-            self.theta_pred = self.theta.copy()
             self.alpha_pred = alpha.copy()
 
     def objective(self, theta=None) -> float:
         """``J(theta) = lam/2 y'(K_theta + n lam I)^-1 y`` on the current window (direct solve; for tests)."""
-        n = self.Xw.shape[0]
+        Zw, yc, _ = self.scaled_window()
+        n = Zw.shape[0]
         theta = self.theta_pred if theta is None else theta
-        Kb, Fb = self.base.arrays(self.Xw)
+        Kb, Fb = self.base.arrays(Zw)
         K = _cp.combined_kernel(self.Z, theta * self.prior(), Kb, Fb, self.base.mode, n)
-        yc = self.yw - self.yw.mean()
         return 0.5 * self.lam * float(yc @ np.linalg.solve(K + n * self.lam * np.eye(n), yc))
 
     # -- prediction ---------------------------------------------------------------------------
 
-    def predict_many(self, X: np.ndarray) -> np.ndarray:
-        """Predictions of many (validated) rows; 0 before the first batch."""
+    def _predict(self, X: np.ndarray) -> np.ndarray:
         n = self.Xw.shape[0]
-        if n == 0:
-            return np.zeros(X.shape[0])
-        X = fit_width(X, self.n_features)
-        a = self.alpha_pred
+        Zw, _, sc = self.scaled_window()
+        ym, ys = sc[2], sc[3]
+        X = self.scaled_queries(X, sc)
+        a = self.alpha_pred * ys
         if self.base.mode == _cp.MODE_FACTOR:
-            Fw, Fq = self.base.factor(self.Xw), self.base.factor(X)
+            Fw, Fq = self.base.factor(Zw), self.base.factor(X)
             if self.solver == "uniform":
-                return self.ybar + _cp.power_kernel_predict(Fq, Fw, np.ones(Fw.shape[1]), self.D, a)
+                return ym + _cp.power_kernel_predict(Fq, Fw, np.ones(Fw.shape[1]), self.D, a)
             w = self.theta_pred * self.prior()
-            out = np.full(X.shape[0], self.ybar)
+            out = np.full(X.shape[0], ym)
             for k in range(self.Z.shape[0]):
                 if w[k] == 0.0:
                     continue
@@ -312,11 +318,11 @@ class PolyMKLEngine(WindowEngine):
                 gq = _cp.product_features(z, Fq)
                 out += (w[k] * float(gw @ a)) * gq
             return out
-        Kq = self.base.cross(X, self.Xw)
+        Kq = self.base.cross(X, Zw)
         if self.solver == "uniform":
-            return self.ybar + (Kq.sum(axis=0) ** self.D) @ a
+            return ym + (Kq.sum(axis=0) ** self.D) @ a
         w = self.theta_pred * self.prior()
-        out = np.full(X.shape[0], self.ybar)
+        out = np.full(X.shape[0], ym)
         for k in range(self.Z.shape[0]):
             if w[k] == 0.0:
                 continue
@@ -331,7 +337,7 @@ class PolyMKLEngine(WindowEngine):
     # -- state (the onlinemkl.engine protocol) ------------------------------------------------
 
     def get_state(self):
-        params = {"batches": int(self.batches), "n_features": int(self.n_features), "ybar": float(self.ybar),
+        params = {"batches": int(self.batches), "n_features": int(self.n_features), "lam_": float(self.lam),
                   "seed": int(self.seed), "cg_iters": int(self.cg_iters)}
         arrays = self._window_arrays()
         self.base.save_ck(params, arrays)
@@ -358,7 +364,10 @@ class PolyMKLEngine(WindowEngine):
         self._set_window(params, arrays)
         self.Z = self.Z.astype(np.int64)
         self.batches = int(params["batches"])
-        self.ybar = float(params["ybar"])
+        lam = params.get("lam_", self.lam)
+        need(isinstance(lam, (int, float)) and not isinstance(lam, bool) and math.isfinite(lam) and lam >= 0
+             and (lam > 0 or self.lam_auto), f"lam_={lam!r} is not a ridge > 0")
+        self.lam = float(lam)
         self.seed = int(params["seed"])
         self.cg_iters = int(params["cg_iters"])
         self.rebuild_index()
@@ -369,7 +378,9 @@ def make_engine(p, random_state):
     """The engine of face ``p`` (parameters as attributes), every parameter validated."""
     D = check_number("degree", p.degree, low=1, high=20, integer=True)
     rho = check_rho(p.rho, D)
-    check_number("lam", p.lam, low=0.0, low_open=True)
+    check_lam(p.lam)
+    if not isinstance(p.standardize, (bool, np.bool_)):
+        raise TypeError(f"standardize={p.standardize!r}: expected True or False")
     check_number("n_iter", p.n_iter, low=0, integer=True)
     check_number("eta", p.eta, low=0.0, low_open=True)
     check_choice("solver", p.solver, SOLVERS)
@@ -382,4 +393,4 @@ def make_engine(p, random_state):
         check_number("random_state", random_state, low=0, integer=True, hint=" (an int seed or None)")
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**62))
     return PolyMKLEngine(p.kernels, p.constant, D, rho, p.lam, p.n_iter, p.eta, p.solver, p.iterate, p.budget,
-                         p.tol, seed)
+                         p.tol, seed, bool(p.standardize))
