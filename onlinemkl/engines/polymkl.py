@@ -68,6 +68,9 @@ __all__ = ["PolyMKLEngine", "SOLVERS", "multiplicity", "check_rho", "dual_solve"
 
 SOLVERS = ("stochastic", "ucd", "uniform")
 
+#: Conjugate-gradient steps before a dual re-solve falls back to a direct factorisation.
+CG_MAX_ITER = 50
+
 
 def multiplicity(z) -> int:
     """Number of orderings of a multiset: ``d! / prod(mult!)``.
@@ -84,12 +87,14 @@ def multiplicity(z) -> int:
 
 
 def dual_solve(K, shift, y, x, tol):
-    """``x <- (K + shift I)^-1 y``: conjugate gradients warm-started from ``x`` (at most ``n`` iterations),
-    falling back to a direct solve when CG does not converge (ill-conditioned, e.g. unscaled inputs).
-    Returns the number of CG iterations (``n + 1`` means the direct solve ran)."""
+    """``x <- (K + shift I)^-1 y``: conjugate gradients warm-started from ``x`` (at most ``CG_MAX_ITER``
+    iterations, fewer than ``n``), falling back to a direct solve when CG has not converged by then
+    (ill-conditioned: a tiny ridge or unscaled inputs, where a Cholesky factorisation costs less than
+    hundreds of CG steps).  Returns the number of CG iterations (``maxiter + 1``: the direct solve ran)."""
     n = y.shape[0]
-    it = _cp.cg_solve(K, shift, y, x, tol, n)
-    if it > n:
+    maxiter = min(n, CG_MAX_ITER)
+    it = _cp.cg_solve(K, shift, y, x, tol, maxiter)
+    if it > maxiter:
         x[:] = direct_solve(K + shift * np.eye(n), y)
     return it
 
