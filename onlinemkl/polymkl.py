@@ -44,14 +44,18 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
         over a grid (one eigendecomposition of the predictor's kernel per batch; the first
         batch also tries the uniform kernel to start the solver); the choice is ``lam_``.
     n_iter : int >= 0, default 200
-        Iterations of the solver per (mini-)batch.
+        Iterations of the stochastic and UCD solvers per (mini-)batch (the active-set solver
+        runs rounds until its leave-one-out error stops improving).
     eta : float > 0, default 1.0
         Step multiplier: ``eta_k = eta / (||g||_1 sqrt(n_iter))`` (see the module notes).
-    solver : {'stochastic', 'ucd', 'uniform'}, default 'stochastic'
-        Algorithm 2 + 3; uniform coordinate descent over the same index set;
-        or the fixed uniform kernel ``(sum_i kappa_i)^D`` (no kernel learning).
+    solver : {'active', 'stochastic', 'ucd', 'uniform'}, default 'active'
+        'active': an active set of product kernels screened by exact gradient and re-solved
+        exactly, the rounds stopped by leave-one-out error (:mod:`onlinemkl.engines._polyactive`;
+        with ``kernels`` given it runs as 'stochastic'); 'stochastic': Algorithm 2 + 3;
+        uniform coordinate descent over the same index set; or the fixed uniform kernel
+        ``(sum_i kappa_i)^D`` (no kernel learning).
     iterate : {'average', 'last'}, default 'average'
-        Which iterate of each batch the predictor uses.
+        Which iterate of each batch the stochastic and UCD solvers' predictor uses.
     budget : int or None, default 500
         Support set size: the window of the most recent examples.  ``fit``
         feeds the data in mini-batches of ``budget`` rows.
@@ -76,7 +80,7 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     lam_ : float
         The ridge parameter of the last batch (``lam`` itself unless 'auto').
     objective_ : ndarray
-        ``J(theta_k)`` after each iteration of the last batch.
+        ``J(theta_k)`` after each iteration (active set: each round) of the last batch.
     n_support_ : int
 
     Examples
@@ -91,7 +95,7 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     True
     """
 
-    def __init__(self, kernels=None, degree=3, rho=None, lam="auto", n_iter=200, eta=1.0, solver="stochastic",
+    def __init__(self, kernels=None, degree=3, rho=None, lam="auto", n_iter=200, eta=1.0, solver="active",
                  iterate="average", budget=500, constant=True, tol=1e-6, standardize=True, random_state=None):
         store_params(self, locals())
 

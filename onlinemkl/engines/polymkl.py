@@ -6,9 +6,10 @@ set-up).  :class:`PolyMKLRegressor` learns non-negative weights ``theta`` over
 this exponentially large family with Algorithm 2 (importance-sampled
 coordinate steps, projection onto the positive part of the unit l2 ball) and
 Algorithm 3 (sampling a multi-index in ``O(r n^2 D)`` with Hadamard powers of
-``S = sum_j K_j``).  ``solver='ucd'`` is the uniform coordinate descent
-baseline over the same index set and ``solver='uniform'`` is the fixed kernel
-``(sum_i kappa_i)^D``.
+``S = sum_j K_j``).  ``solver='active'`` (the default) minimises the same objective
+over an active set of kernels screened by exact gradient (:mod:`._polyactive`),
+``solver='ucd'`` is the uniform coordinate descent baseline over the same index
+set and ``solver='uniform'`` is the fixed kernel ``(sum_i kappa_i)^D``.
 
 Conventions (the readings this module chose; see also ``ALGORITHMS.md`` section 3):
 
@@ -60,13 +61,14 @@ import numpy as np
 
 from .._lazy import lazy_module
 from .._validation import check_choice, check_number
+from ._polyactive import solve_active
 from ._window import WindowEngine, check_lam, direct_solve, loo_ridge
 
 _cp = lazy_module("polymkl")
 
 __all__ = ["PolyMKLEngine", "SOLVERS", "multiplicity", "check_rho", "dual_solve", "make_engine"]
 
-SOLVERS = ("stochastic", "ucd", "uniform")
+SOLVERS = ("active", "stochastic", "ucd", "uniform")
 
 #: Conjugate-gradient steps before a dual re-solve falls back to a direct factorisation.
 CG_MAX_ITER = 50
@@ -171,6 +173,10 @@ class PolyMKLEngine(WindowEngine):
             self.index[key] = k
         return k
 
+    def multiplicity_prior(self, key) -> float:
+        """``c(m) rho_d^-2`` of one multiset (a sorted tuple)."""
+        return multiplicity(key) * float(self.wdeg[len(key)])
+
     def prior(self) -> np.ndarray:
         """``c(m) rho_d^-2`` per stored multi-index."""
         out = np.empty(self.Z.shape[0])
@@ -230,6 +236,9 @@ class PolyMKLEngine(WindowEngine):
                 self.cg_iters += dual_solve(K, n * self.lam, yc, self.alpha, self.tol)
             self.alpha_pred = self.alpha.copy()
             return
+        if self.solver == "active" and mode == _cp.MODE_FACTOR:
+            solve_active(self, Fb, yc)
+            return
         r = self.base.n_base(self.n_features)
         order = self.base.order(self.n_features)
         P = _cp.hadamard_powers(S, D)
@@ -251,7 +260,7 @@ class PolyMKLEngine(WindowEngine):
             counts = np.array([math.comb(r + d - 1, d) for d in range(D + 1)], dtype=float)
             n_total = counts.sum()
         for _ in range(T if eta > 0 else 0):
-            if self.solver == "stochastic":
+            if self.solver in ("stochastic", "active"):
                 u = rng.random(D + 1)
                 d, C = _cp.sample_multi_index(P, alpha, self.wdeg, Kb, Fb, mode, u, order, z)
                 if d < 0:

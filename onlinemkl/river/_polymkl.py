@@ -37,7 +37,7 @@ class PolyMKLRegressor(_MiniBatchRiver):
     """
 
     def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 3, rho=None,
-                 lam: float | str = "auto", n_iter: int = 50, eta: float = 1.0, solver: str = "stochastic",
+                 lam: float | str = "auto", n_iter: int = 50, eta: float = 1.0, solver: str = "active",
                  iterate: str = "average", budget: int | None = 200, constant: bool = True, tol: float = 1e-6,
                  standardize: bool = True, seed: int | None = None):
         store_params(self, locals())
