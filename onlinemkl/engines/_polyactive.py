@@ -8,7 +8,8 @@ draws a right one.  This solver keeps the same objective ``J(theta)`` (mean squa
 ``theta`` on the positive part of the unit l2 ball, priors ``c(m) rho_d^-2``) and the same
 kernels, and works in rounds:
 
-1. **Screening by gradient.**  The ``ROUND_ADD`` kernels of largest gradient
+1. **Screening by gradient.**  The ``ROUND_ADD`` kernels (``ROUND_ADD_LARGE`` when one
+   screening is costly: fewer, larger rounds) of largest gradient
    ``(alpha' g_m)^2`` per unit of feature norm, ``rho_d^-2 (alpha' g_m)^2 / ||g_m||^2``, outside
    the active set join it: the decrease of the squared residual each alone would bring
    (orthogonal matching pursuit's rule; the raw gradient ``c(m) rho_d^-2 (alpha' g_m)^2`` prefers
@@ -47,13 +48,15 @@ from ._window import LAM_GRID
 
 _cp = lazy_module("polymkl")
 
-ROUND_ADD = 8
+ROUND_ADD = 2  # kernels added per round ...
+ROUND_ADD_LARGE = 8  # ... or, when one screening costs more than LARGE_SCREEN (n times the multisets), this many
+LARGE_SCREEN = 5e7
 MAX_ROUNDS = 25
 PATIENCE = 2
 INNER_ITER = 60
 SCREEN_BUDGET = 3e8
 N_SAMPLES = 64
-IMPROVE = 1e-2  # relative decrease of the leave-one-out error that counts as progress
+IMPROVE = 3e-2  # relative decrease of the leave-one-out error that counts as progress
 LOCAL_GRID = np.logspace(-1.5, 1.5, 13)
 FLOOR = 1e-3  # leave-one-out error, relative to the target's variance, below which the rounds stop
 
@@ -181,10 +184,11 @@ def solve_active(eng, Fb, yc):
     best = (loo, list(active), theta.copy(), c, alpha.copy())
     eng.history, eng.history_t = [], []
     stall = 0
+    add = ROUND_ADD if n * n_multisets(Fb.shape[1] - first, eng.D) <= LARGE_SCREEN else ROUND_ADD_LARGE
     for _ in range(MAX_ROUNDS):
         have = set(active)
-        new = [k for k in _candidates(eng, Fb, alpha, first, ROUND_ADD + len(active)) if k not in have]
-        new = new[:ROUND_ADD]
+        new = [k for k in _candidates(eng, Fb, alpha, first, add + len(active)) if k not in have]
+        new = new[:add]
         if not new:
             break
         start = float(np.mean(theta)) if theta.size else 1.0
