@@ -279,8 +279,8 @@ class WindowEngine(EngineBase):
         if big.max() > limit:
             j = int(np.argmax(big))
             raise ValueError(f"{_column(j, self.column_names)} reaches {big[j]:g} in magnitude: its degree-{degree} "
-                             f"kernel values overflow float64 (the limit is {limit:.3g}); rescale it (e.g. StandardScaler) "
-                             "or lower the degree. The model is unchanged.")
+                             f"kernel values overflow float64 (the limit is {limit:.3g}); rescale it "
+                             "(e.g. StandardScaler) or lower the degree. The model is unchanged.")
 
     def _learn_batch(self, X, y):  # pragma: no cover - every subclass overrides
         raise NotImplementedError
