@@ -7,8 +7,8 @@ at random 70 / 30 (three splits, seeds 0..2); the learners see the training part
 through ``fit`` (mini-batches of ``budget`` rows) and are scored by R^2 on the test part.
 
 * ``poly``: ``PolyMKLRegressor(random_state=0)`` with every default (degree 3, lam='auto',
-  standardised inside); ``poly_old``: the former defaults (lam=0.1, no standardisation) behind
-  a ``StandardScaler`` fitted on the training part;
+  standardised inside); ``poly_old``: the former lam=0.1 without the inside standardisation,
+  behind a ``StandardScaler`` fitted on the training part (with the new default solver);
 * ``cortes``: ``NonlinearKRRRegressor()`` with every default (degree 2); ``cortes_old``: as poly_old;
 * ``rbf_cv``: ``StandardScaler`` + ``KernelRidge(kernel='rbf')`` with alpha and gamma chosen
   by 5-fold ``GridSearchCV`` (what a user tuning a kernel method would do).
