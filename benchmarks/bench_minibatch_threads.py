@@ -65,7 +65,9 @@ print(best)
 
 
 def measure(code_path, work, single):
-    env = dict(os.environ, PYTHONPATH=str(code_path), NUMBA_CACHE_DIR=f"/tmp/numba-bench-{Path(code_path).name}")
+    # compile in the warm-up run itself (no background compilation running the Python stand-ins meanwhile)
+    env = dict(os.environ, PYTHONPATH=str(code_path), NUMBA_CACHE_DIR=f"/tmp/numba-bench-{Path(code_path).name}",
+               ONLINEMKL_BACKGROUND_COMPILE="0")
     env.pop("OPENBLAS_NUM_THREADS", None)
     if single:
         env["OPENBLAS_NUM_THREADS"] = "1"
