@@ -35,8 +35,11 @@ class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
         constant, ``constant=True``: lower-degree terms, as in the paper).
     degree : int in 1..4, default 2
         The Hadamard power ``d``.
-    lam : float > 0, default 0.1
-        Ridge parameter for the mean squared loss.
+    lam : 'auto' or float > 0, default 'auto'
+        Ridge parameter for the mean squared loss.  'auto': chosen after every batch by exact
+        leave-one-out error of the kernel ridge regression with the learnt kernel (one
+        eigendecomposition), and used by Algorithm 1 on the next batch (the first batch
+        chooses it for the initial combination too); the choice is ``lam_``.
     mu0 : float or array, default 0.0
         Centre of the feasible set.
     Lambda : float > 0, default 1.0
@@ -54,11 +57,17 @@ class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
         Support set: the window of the most recent examples; ``fit`` feeds
         mini-batches of ``budget`` rows, warm-starting ``mu``.
     constant : bool, default True
+    standardize : bool, default True
+        The kernels see every input column standardised by the window's mean and standard
+        deviation, the solver the target likewise (predictions are in the target's units);
+        False: inputs as given, target only centred.
     random_state : ignored (deterministic); accepted for API symmetry.
 
     Attributes
     ----------
     mu_ : ndarray of shape (n_base_kernels,)
+    lam_ : float
+        The ridge parameter of the last batch (``lam`` itself unless 'auto').
     objective_ : ndarray
         ``F(mu)`` per accepted iteration of the last batch.
 
@@ -74,8 +83,9 @@ class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
     True
     """
 
-    def __init__(self, kernels=None, degree=2, lam=0.1, mu0=0.0, Lambda=1.0, norm="l2", eta=1.0,
-                 line_search=True, epsilon=1e-4, max_iter=50, budget=500, constant=True, random_state=None):
+    def __init__(self, kernels=None, degree=2, lam="auto", mu0=0.0, Lambda=1.0, norm="l2", eta=1.0,
+                 line_search=True, epsilon=1e-4, max_iter=50, budget=500, constant=True, standardize=True,
+                 random_state=None):
         store_params(self, locals())
 
     def _new_engine(self):
@@ -84,6 +94,10 @@ class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
     @property
     def mu_(self):
         return self._fitted_engine().mu.copy()
+
+    @property
+    def lam_(self):
+        return float(self._fitted_engine().lam)
 
     @property
     def n_iter_(self):

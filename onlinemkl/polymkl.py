@@ -38,19 +38,24 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
         Maximum degree ``D`` of the product kernels.
     rho : float or sequence of degree + 1 floats, default None
         Priors ``rho_d`` per degree (weight ``rho_d^-2``); None: all 1.
-    lam : float > 0, default 0.1
-        Ridge parameter for the *mean* squared loss (``alpha = (K + n lam I)^-1 y``).  The
-        default suits standardised inputs and small mini-batches (prequential R^2 0.43 at
-        degree 2 on the diabetes data, where 1e-3 over-fits each batch); tune it on held-out data.
+    lam : 'auto' or float > 0, default 'auto'
+        Ridge parameter for the *mean* squared loss (``alpha = (K + n lam I)^-1 y``).  'auto':
+        chosen on every batch by exact leave-one-out error of the kernel ridge regression
+        over a grid (one eigendecomposition of the predictor's kernel per batch; the first
+        batch also tries the uniform kernel to start the solver); the choice is ``lam_``.
     n_iter : int >= 0, default 200
-        Iterations of the solver per (mini-)batch.
+        Iterations of the stochastic and UCD solvers per (mini-)batch (the active-set solver
+        runs rounds until its leave-one-out error stops improving).
     eta : float > 0, default 1.0
         Step multiplier: ``eta_k = eta / (||g||_1 sqrt(n_iter))`` (see the module notes).
-    solver : {'stochastic', 'ucd', 'uniform'}, default 'stochastic'
-        Algorithm 2 + 3; uniform coordinate descent over the same index set;
-        or the fixed uniform kernel ``(sum_i kappa_i)^D`` (no kernel learning).
+    solver : {'active', 'stochastic', 'ucd', 'uniform'}, default 'active'
+        'active': an active set of product kernels screened by exact gradient and re-solved
+        exactly, the rounds stopped by leave-one-out error (:mod:`onlinemkl.engines._polyactive`;
+        with ``kernels`` given it runs as 'stochastic'); 'stochastic': Algorithm 2 + 3;
+        uniform coordinate descent over the same index set; or the fixed uniform kernel
+        ``(sum_i kappa_i)^D`` (no kernel learning).
     iterate : {'average', 'last'}, default 'average'
-        Which iterate of each batch the predictor uses.
+        Which iterate of each batch the stochastic and UCD solvers' predictor uses.
     budget : int or None, default 500
         Support set size: the window of the most recent examples.  ``fit``
         feeds the data in mini-batches of ``budget`` rows.
@@ -58,6 +63,10 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
         With ``kernels=None``: add the constant base kernel.
     tol : float, default 1e-6
         Relative residual at which conjugate gradients stop.
+    standardize : bool, default True
+        The kernels see every input column standardised by the window's mean and standard
+        deviation, and the solver the target standardised likewise (predictions are in the
+        target's units); False: inputs as given, target only centred.
     random_state : int or None
         Seed of the sampling.
 
@@ -68,8 +77,10 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
         with ``kernels=None`` index 0 is the constant and ``j + 1`` is column ``j``).
     theta_ : ndarray
         The predictor's weight of each visited product kernel.
+    lam_ : float
+        The ridge parameter of the last batch (``lam`` itself unless 'auto').
     objective_ : ndarray
-        ``J(theta_k)`` after each iteration of the last batch.
+        ``J(theta_k)`` after each iteration (active set: each round) of the last batch.
     n_support_ : int
 
     Examples
@@ -84,8 +95,8 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     True
     """
 
-    def __init__(self, kernels=None, degree=3, rho=None, lam=0.1, n_iter=200, eta=1.0, solver="stochastic",
-                 iterate="average", budget=500, constant=True, tol=1e-6, random_state=None):
+    def __init__(self, kernels=None, degree=3, rho=None, lam="auto", n_iter=200, eta=1.0, solver="active",
+                 iterate="average", budget=500, constant=True, tol=1e-6, standardize=True, random_state=None):
         store_params(self, locals())
 
     def _new_engine(self):
@@ -98,6 +109,10 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     @property
     def theta_(self):
         return self._fitted_engine().theta_pred.copy()
+
+    @property
+    def lam_(self):
+        return float(self._fitted_engine().lam)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -11,7 +11,7 @@ import pytest
 from _river_checks import river_check_test
 from onlinemkl import load
 from onlinemkl.kernels import RBF, BSpline, Linear
-from onlinemkl.river import NonlinearKRRRegressor, PolyMKLRegressor
+from onlinemkl.river import NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRegressor, ProximalMKLClassifier
 
 CLASSES = [PolyMKLRegressor, NonlinearKRRRegressor]
 
@@ -48,10 +48,58 @@ def test_predictions_lag_until_batch_complete_and_memory_is_bounded():
     data = list(_stream(40))
     for x, y in data[:4]:
         m.learn_one(x, y)
-    assert m.predict_one(data[0][0]) == 0.0  # no completed mini-batch yet
+    assert m.n_support_ == 0 and m._partial is not None  # no completed mini-batch yet: the partial buffer's model
     for x, y in data[4:]:
         m.learn_one(x, y)
-    assert m.n_support_ == 12 and len(m._pending) < 5
+    assert m.n_support_ == 12 and len(m._pending) < 5 and m._partial is None
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_before_the_first_batch_running_mean_then_partial_buffer(cls):
+    """0 examples: 0.0; fewer than MIN_PARTIAL: the running mean of the targets; then a model fitted on
+    the first 2^k buffered examples, which the one-at-a-time and the DataFrame paths agree on."""
+    from onlinemkl.river._minibatch import MIN_PARTIAL
+
+    data = list(_stream(40))
+    params = dict(batch_size=32, degree=2, budget=40, **({"seed": 0} if cls is PolyMKLRegressor else {}))
+    m = cls(**params)
+    x0 = data[0][0]
+    assert m.predict_one(x0) == 0.0
+    for t, (x, y) in enumerate(data[:MIN_PARTIAL - 1]):
+        m.learn_one(x, y)
+        assert m.predict_one(x0) == pytest.approx(np.mean([v for _, v in data[:t + 1]]))
+    X = pd.DataFrame([x for x, _ in data[:20]])
+    np.testing.assert_allclose(m.predict_many(X).to_numpy(), np.mean([v for _, v in data[:MIN_PARTIAL - 1]]))
+    for x, y in data[MIN_PARTIAL - 1:20]:
+        m.learn_one(x, y)
+    assert m._partial is not None and m._partial.n_support == 16  # refitted at 4, 8, 16 examples
+    fitted = [m.predict_one(x) for x, _ in data[:20]]
+    assert np.std(fitted) > 0  # a model, not a constant
+    # the buffer's model fits the buffered examples far better than their mean
+    ys = np.array([y for _, y in data[:16]])
+    assert np.mean((np.array(fitted[:16]) - ys) ** 2) < 0.5 * np.var(ys)
+    np.testing.assert_allclose(m.predict_many(X).to_numpy(), fitted, rtol=1e-9, atol=1e-12)
+    many = cls(**params)
+    many.learn_many(X, pd.Series([y for _, y in data[:20]]))
+    np.testing.assert_allclose(many.predict_many(X).to_numpy(), fitted, rtol=1e-9, atol=1e-12)
+    # a restored adapter rebuilds the same partial model
+    m2 = pickle.loads(pickle.dumps(m))
+    assert [m2.predict_one(x) for x, _ in data[:20]] == fitted
+
+
+def test_trump_approval_beats_the_running_mean_from_the_start():
+    """Prequential MAE on the whole stream with the defaults (behind river's scaler) is no worse than the
+    running mean's, which the adapter itself predicts before it has any example to fit."""
+    from river import datasets, evaluate, metrics, preprocessing, stats
+
+    mean = stats.Mean()
+    mae_mean = metrics.MAE()
+    for _, y in datasets.TrumpApproval():
+        mae_mean.update(y, mean.get())
+        mean.update(y)
+    model = preprocessing.StandardScaler() | PolyMKLRegressor(seed=0)
+    mae = evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE()).get()
+    assert mae <= mae_mean.get()
 
 
 @pytest.mark.parametrize("cls", CLASSES)
@@ -120,3 +168,60 @@ def test_group_without_features_yet_keeps_bandwidths_through_save_load(cls):
     for other in copies:
         np.testing.assert_array_equal(other._engine.base.ck.params, ck.params)
         assert [other.predict_one(x) for x in xs] == [m.predict_one(x) for x in xs]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_huge_values_rejected_naming_the_feature_and_state_unchanged(cls):
+    m = cls(batch_size=5, degree=3, budget=20)
+    data = list(_stream(12))
+    for x, y in data:
+        m.learn_one(x, y)
+    before = m._get_state()
+    with pytest.raises(ValueError, match="'f1'"):
+        m.learn_one({"f0": 0.5, "f1": 1e200}, 1.0)
+    with pytest.raises(ValueError, match="'f1'"):
+        m.learn_many(pd.DataFrame({"f0": [0.5, 0.2], "f1": [0.1, -1e200]}), pd.Series([1.0, 2.0]))
+    with pytest.raises(ValueError, match="y"):
+        m.learn_many(pd.DataFrame({"f0": [0.5, 0.2]}), pd.Series([1.0, 1e200]))
+    after = m._get_state()
+    assert after[0] == before[0]
+    assert before[1].keys() == after[1].keys()
+    for k in before[1]:
+        np.testing.assert_array_equal(after[1][k], before[1][k])
+
+
+def _classification_frame(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+    y = pd.Series(np.where(X["a"] + X["b"] > 0, "yes", "no"))
+    return X, y
+
+
+@pytest.mark.parametrize("make", [lambda: ProximalMKLClassifier(budget=50),
+                                  lambda: OBSCUREClassifier(budget=50, loss="multiclass_hinge")],
+                         ids=["proximal", "obscure"])
+def test_classifiers_learn_many_and_predict_many_agree_with_one_at_a_time(make):
+    X, y = _classification_frame(80)
+    one, many = make(), make()
+    for x, label in zip(X.to_dict(orient="records"), y):
+        one.learn_one(x, label)
+    for s in range(0, 80, 25):
+        many.learn_many(X.iloc[s:s + 25], y.iloc[s:s + 25])
+    Xq, _ = _classification_frame(30, seed=1)
+    rows = Xq.to_dict(orient="records")
+    assert list(many.predict_many(Xq)) == [one.predict_one(x) for x in rows]
+    proba = many.predict_proba_many(Xq)
+    for i, x in enumerate(rows):
+        p = one.predict_proba_one(x)
+        for label, v in p.items():
+            assert proba[label].iloc[i] == pytest.approx(v, rel=1e-9, abs=1e-12)
+    # a bad label or value in the batch: rejected before anything is learnt
+    before = many._get_state()
+    with pytest.raises((TypeError, ValueError)):
+        many.learn_many(pd.DataFrame({"a": [0.1, np.nan]}), pd.Series(["yes", "no"]))
+    with pytest.raises((TypeError, ValueError)):
+        many.learn_many(pd.DataFrame({"a": [0.1, 0.2]}), pd.Series(["yes", [1, 2]], dtype=object))
+    after = many._get_state()
+    assert after[0] == before[0]
+    for k in before[1]:
+        np.testing.assert_array_equal(after[1][k], before[1][k])

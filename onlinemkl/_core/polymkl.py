@@ -376,3 +376,97 @@ def power_kernel_predict(Fq, Fw, mu, dgr, alpha):
             s += u ** dgr * alpha[a]
         out[q] = s
     return out
+
+
+@njit
+def _top_insert(score, z, d, top_z, top_s, kmin):
+    """Put a multiset in the top list in place of its weakest entry; returns the new weakest."""
+    top_s[kmin] = score
+    for i in range(top_z.shape[1]):
+        top_z[kmin, i] = z[i] if i < d else -1
+    kmin = 0
+    for k in range(1, top_s.shape[0]):
+        if top_s[k] < top_s[kmin]:
+            kmin = k
+    return kmin
+
+
+@njit
+def screen_top(Ft, alpha, wdeg, first, top_z, top_s):
+    """The ``top_s.shape[0]`` multisets of base kernels ``first..r-1`` of degree 1..D with the largest
+    screening score ``rho_d^-2 (alpha' g_m)^2 / ||g_m||^2`` (rank-one base kernels, ``g_m`` the
+    product of the rows of ``Ft`` (r x n) named by ``m``), found by scoring every one of them.
+
+    With ``alpha`` the residual (the KRR dual), ``(alpha' g)^2 / ||g||^2`` is the decrease of the
+    squared residual that kernel ``m`` alone would bring (orthogonal matching pursuit's rule).
+    Prefixes ``p`` of length ``0..D-2`` are enumerated in lexicographic order with their partial
+    products ``v = alpha o f_{p_1} o ...`` (and ``f_{p_1}^2 o ...``); for each, two BLAS products
+    ``W Ft'`` with ``W = v o f_j`` (rows ``j >= last(p)``) score every multiset ``p + j + k``
+    (``k >= j``) at once, and the row sums of ``W`` the degree-1 multisets.  Writes the winners to
+    ``top_z`` (rows, ``-1`` padded) and ``top_s`` (scores, unsorted; ``-1`` where fewer exist).
+    """
+    r, n = Ft.shape
+    D = top_z.shape[1]
+    K = top_s.shape[0]
+    for k in range(K):
+        top_s[k] = -1.0
+        for i in range(D):
+            top_z[k, i] = -1
+    kmin = 0
+    Ft2 = Ft * Ft
+    V = np.empty((D + 1, n))
+    V2 = np.empty((D + 1, n))
+    for a in range(n):
+        V[0, a] = alpha[a]
+        V2[0, a] = 1.0
+    z = np.full(D + 2, -1)
+    L = 0  # length of the current prefix
+    while True:
+        lo = first if L == 0 else z[L - 1]
+        m = r - lo
+        if m > 0:
+            W = np.empty((m, n))
+            W2 = np.empty((m, n))
+            for t in range(m):
+                for a in range(n):
+                    W[t, a] = V[L, a] * Ft[lo + t, a]
+                    W2[t, a] = V2[L, a] * Ft2[lo + t, a]
+            if L == 0:
+                for t in range(m):
+                    s1 = 0.0
+                    s2 = 0.0
+                    for a in range(n):
+                        s1 += W[t, a]
+                        s2 += W2[t, a]
+                    score = wdeg[1] * s1 * s1 / s2 if s2 > 0.0 else 0.0
+                    if score > top_s[kmin]:
+                        z[0] = lo + t
+                        kmin = _top_insert(score, z, 1, top_z, top_s, kmin)
+            if L + 2 <= D:
+                T = np.dot(W, Ft[lo:].T)
+                T2 = np.dot(W2, Ft2[lo:].T)
+                for t in range(m):
+                    z[L] = lo + t
+                    for u in range(t, m):
+                        sc = T[t, u]
+                        s2 = T2[t, u]
+                        score = wdeg[L + 2] * sc * sc / s2 if s2 > 0.0 else 0.0
+                        if score > top_s[kmin]:
+                            z[L + 1] = lo + u
+                            kmin = _top_insert(score, z, L + 2, top_z, top_s, kmin)
+        # next prefix (odometer over non-decreasing prefixes of length <= D - 2)
+        if L < D - 2 and m > 0:
+            z[L] = lo
+            L += 1
+        else:
+            while L > 0:
+                z[L - 1] += 1
+                if z[L - 1] < r:
+                    break
+                L -= 1
+            if L == 0:
+                break
+        j = z[L - 1]
+        for a in range(n):
+            V[L, a] = V[L - 1, a] * Ft[j, a]
+            V2[L, a] = V2[L - 1, a] * Ft2[j, a]

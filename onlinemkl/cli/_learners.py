@@ -133,15 +133,17 @@ LEARNERS["polymkl"] = LearnerSpec(
         "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
         "degree": ("3", "maximum degree D of the product kernels"),
         "rho": ("none", "priors rho_d per degree 0..D joined by '|', e.g. 1|1|1|1 (none: all 1)"),
-        "lam": ("0.1", "ridge parameter of the mean squared loss, > 0"),
-        "n_iter": ("50", "solver iterations per mini-batch"),
+        "lam": ("auto", "ridge parameter of the mean squared loss, > 0, or 'auto' (leave-one-out per batch)"),
+        "n_iter": ("50", "iterations per mini-batch of the stochastic and ucd solvers"),
         "eta": ("1.0", "step multiplier, > 0"),
-        "solver": ("stochastic", "'stochastic' (Algorithms 2 + 3), 'ucd' (uniform coordinates) or 'uniform' "
-                                 "(the fixed kernel (sum kappa_i)^D)"),
+        "solver": ("active", "'active' (kernels screened by gradient, exact re-solves), 'stochastic' "
+                             "(Algorithms 2 + 3), 'ucd' (uniform coordinates) or 'uniform' (the fixed kernel "
+                             "(sum kappa_i)^D)"),
         "iterate": ("average", "'average' or 'last': the iterate the predictor uses"),
         "budget": ("200", "support set: the window of the most recent examples"),
         "constant": ("true", "with the default kernels: add a constant base kernel"),
         "tol": ("1e-06", "relative residual at which conjugate gradients stop"),
+        "standardize": ("true", "standardise inputs and target on the window inside"),
         "seed": ("none", "random seed of the sampling"),
         **_FEATURE_CAP,
     },
@@ -154,7 +156,7 @@ LEARNERS["nonlinear"] = LearnerSpec(
     params={
         "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
         "degree": ("2", "the Hadamard power d, 1..4"),
-        "lam": ("0.1", "ridge parameter of the mean squared loss, > 0"),
+        "lam": ("auto", "ridge parameter of the mean squared loss, > 0, or 'auto' (leave-one-out per batch)"),
         "mu0": ("0.0", "centre of the feasible set of mu"),
         "Lambda": ("1.0", "radius of the feasible set, > 0"),
         "norm": ("l2", "'l2' (M_2) or 'l1' (M_1)"),
@@ -165,6 +167,7 @@ LEARNERS["nonlinear"] = LearnerSpec(
         "budget": ("200", "support set: the window of the most recent examples"),
         "constant": ("true", "with the default kernels: add a constant base kernel"),
         **_FEATURE_CAP,
+        "standardize": ("true", "standardise inputs and target on the window inside"),
     },
 )
 

@@ -3,9 +3,13 @@ kernels over a support window, the window itself, and the KRR solves."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import warnings
 
 import numpy as np
+
+from .._validation import MAX_ABS_VALUE
 import scipy.linalg
 
 from .._lazy import lazy_module
@@ -15,7 +19,102 @@ from ..kernels import check_kernels
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width"]
+__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge",
+           "check_lam", "LAM_GRID", "blas_limit"]
+
+#: Windows of fewer rows run their BLAS calls on one thread: an ``n x n`` product or
+#: factorisation of a few hundred rows is over before extra threads pay for themselves, and
+#: spinning threads fight the other processes (and each other) on a shared machine.
+BLAS_SERIAL_ROWS = 2000
+
+_controller = None
+
+
+def blas_threads(n_rows):
+    """The BLAS thread limit that fits work on ``n_rows`` support rows (1 below ``BLAS_SERIAL_ROWS``,
+    else every core)."""
+    return 1 if n_rows < BLAS_SERIAL_ROWS else (os.cpu_count() or 1)
+
+
+def blas_limit(n_rows):
+    """Context manager: BLAS (numpy's, scipy's and the one Numba calls) limited to
+    :func:`blas_threads` threads (``threadpoolctl``); the process's setting comes back on exit."""
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    if n_rows >= BLAS_SERIAL_ROWS:
+        return contextlib.nullcontext()
+    return _controller.limit(limits=blas_threads(n_rows), user_api="blas")
+
+
+#: The ridge shifts ``n lam`` that ``lam='auto'`` tries, relative to the kernel's mean eigenvalue.
+LAM_GRID = np.logspace(-7.0, 2.0, 37)
+
+
+def check_lam(lam):
+    """``lam``: 'auto' or a positive finite number (``ValueError`` / ``TypeError`` naming it otherwise)."""
+    if isinstance(lam, str):
+        if lam != "auto":
+            raise ValueError(f"lam={lam!r}: expected 'auto' (chosen by leave-one-out on every batch) or a number > 0")
+        return lam
+    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise TypeError(f"lam={lam!r}: expected 'auto' or a number > 0")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam={lam!r}: expected 'auto' or a finite number > 0")
+    return float(lam)
+
+
+def loo_ridge(K, y, grid=LAM_GRID):
+    """Kernel ridge regression with its ridge chosen by exact leave-one-out, from one eigendecomposition.
+
+    With ``K = U diag(s) U'`` and shift ``c = n lam``, the hat matrix is ``H = U diag(s / (s + c)) U'``
+    and the leave-one-out residual of example ``i`` is ``(y - H y)_i / (1 - H_ii)``: every shift of
+    ``grid`` (times the mean eigenvalue) costs two ``n x n`` products.  Returns ``(lam, alpha, loo_mse)``
+    with ``alpha = (K + n lam I)^-1 y`` for the shift of least leave-one-out error (for the mean squared
+    loss, ``lam = c / n``).
+    """
+    n = y.shape[0]
+    s, U = scipy.linalg.eigh(K, check_finite=False)
+    s = np.maximum(s, 0.0)
+    scale = s.sum() / n
+    if not scale > 0:
+        scale = 1.0
+    shifts = scale * np.asarray(grid)
+    Uy = U.T @ y
+    F = s[:, None] / (s[:, None] + shifts[None, :])
+    resid = y[:, None] - U @ (F * Uy[:, None])
+    lev = (U * U) @ F
+    loo = np.mean((resid / np.maximum(1.0 - lev, 1e-12)) ** 2, axis=0)
+    k = int(np.argmin(loo))
+    alpha = U @ (Uy / (s + shifts[k]))
+    return float(shifts[k] / n), alpha, float(loo[k])
+
+#: Largest accepted magnitude of an input or target (the library's one bound, see
+#: :data:`onlinemkl._validation.MAX_ABS_VALUE`): its square, summed over millions of rows, stays
+#: finite in float64 (standardising a column computes such sums).
+MAX_ABS = MAX_ABS_VALUE
+
+
+def _column(j, names):
+    return f"feature {names[j]!r}" if names is not None and j < len(names) else f"column {j}"
+
+
+def check_batch(X, y, names=None):
+    """Raise ``ValueError`` naming the column (and row) of the first value that is NaN, infinite or
+    so large (``> MAX_ABS`` in magnitude) that its square would overflow; the same for the targets."""
+    bad = ~np.isfinite(X) | (np.abs(X) > MAX_ABS)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"{_column(j, names)} holds {X[i, j]!r} in row {i} of the batch: NaN, infinite or beyond "
+                         f"{MAX_ABS:g} in magnitude (its square overflows float64); impute, drop or rescale it "
+                         "before the learner (e.g. StandardScaler)")
+    bad = ~np.isfinite(y) | (np.abs(y) > MAX_ABS)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"target y holds {y[i]!r} in row {i} of the batch: NaN, infinite or beyond {MAX_ABS:g} in "
+                         "magnitude; drop or rescale it before the learner")
 
 
 class BaseKernels:
@@ -138,9 +237,73 @@ class WindowEngine(EngineBase):
     _ARRAYS: tuple = ()
     _LEARNER = ""
 
-    def _init_window(self, kernels, constant, budget):
+    #: Feature names by column (set by a face that has them), for error messages.
+    column_names = None
+
+    def learn_many(self, X: np.ndarray, y: np.ndarray):
+        """Append a batch to the window and run the solver on it, all or nothing.
+
+        Values that are NaN, infinite or whose squares overflow are rejected before anything
+        changes.  Should the solve still produce non-finite numbers (finite inputs whose kernel
+        values overflow, e.g. large magnitudes raised to a high degree), the whole state is put
+        back as it was and a ``ValueError`` names the column of largest magnitude.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        check_batch(X, y, self.column_names)
+        saved = self.get_state()
+        saved = (dict(saved[0]), {k: v.copy() for k, v in saved[1].items()})
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), \
+                    blas_limit(self.Xw.shape[0] + X.shape[0]):
+                self._learn_batch(X, y)
+            ok = all(bool(np.all(np.isfinite(getattr(self, name)))) for name in self._ARRAYS)
+        except ValueError:
+            self.set_state(*saved, strict=False)
+            raise
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError):
+            ok = False
+        if not ok:
+            self.set_state(*saved, strict=False)
+            j = int(np.argmax(np.abs(X).max(axis=0))) if X.size else 0
+            raise ValueError(f"the batch makes the kernel values overflow (non-finite numbers); "
+                             f"{_column(j, self.column_names)} has the largest magnitude ({np.abs(X[:, j]).max():g}): "
+                             "rescale it (e.g. StandardScaler) or lower the degree. The model is unchanged.")
+
+    def _check_kernel_range(self, Z, degree):
+        """Raise ``ValueError`` naming the column when the inputs ``Z`` entering the linear base kernels
+        (the factor form) make degree-``degree`` kernel values, summed over the window, overflow float64
+        (any entry beyond ``(1e300 / (n r^degree))^(1 / (2 degree))``)."""
+        if self.base.kernels is not None or not Z.size:
+            return
+        n, r = Z.shape[0], Z.shape[1] + 1
+        limit = (1e300 / (n * float(r) ** degree)) ** (0.5 / degree)
+        big = np.abs(Z).max(axis=0)
+        if big.max() > limit:
+            j = int(np.argmax(big))
+            raise ValueError(f"{_column(j, self.column_names)} reaches {big[j]:g} in magnitude: its degree-{degree} "
+                             f"kernel values overflow float64 (the limit is {limit:.3g}); rescale it "
+                             "(e.g. StandardScaler) or lower the degree. The model is unchanged.")
+
+    def _learn_batch(self, X, y):  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def predict_many(self, X: np.ndarray) -> np.ndarray:
+        """Predictions of many (validated) rows in the target's units; 0 before the first batch."""
+        if self.Xw.shape[0] == 0:
+            return np.zeros(X.shape[0])
+        with blas_limit(self.Xw.shape[0]):
+            return self._predict(X)
+
+    def _predict(self, X):  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def _init_window(self, kernels, constant, budget, standardize=False, lam=0.1):
         self.base = BaseKernels(kernels, constant)
         self.budget = budget
+        self.standardize = bool(standardize)
+        self.lam_auto = lam == "auto"
+        self.lam = 0.0 if self.lam_auto else float(lam)  # the ridge in use ('auto': chosen per batch, 0 before)
         self.n_features = 0
         self.Xw = np.zeros((0, 0))
         self.yw = np.zeros(0)
@@ -148,6 +311,40 @@ class WindowEngine(EngineBase):
     @property
     def n_support(self) -> int:
         return int(self.Xw.shape[0])
+
+    def scaling(self):
+        """``(x_mean, x_scale, y_mean, y_scale)`` of the window: the kernels see ``(x - x_mean) / x_scale``
+        and the solvers ``(y - y_mean) / y_scale``.  With ``standardize`` these are the window's means and
+        standard deviations (scale 1 for a constant column); without, only the target is centred.
+        A function of the window, which the state holds, so a restored model scales as the original."""
+        nf = self.Xw.shape[1]
+        if self.Xw.shape[0] == 0:
+            return np.zeros(nf), np.ones(nf), 0.0, 1.0
+        ym = float(self.yw.mean())
+        if not self.standardize:
+            return np.zeros(nf), np.ones(nf), ym, 1.0
+        xm = self.Xw.mean(axis=0)
+        xs = self.Xw.std(axis=0)
+        xs[~(xs > 1e-12 * np.maximum(np.abs(xm), 1e-300))] = 1.0
+        ys = float(self.yw.std())
+        if not ys > 1e-12 * max(abs(ym), 1e-300):
+            ys = 1.0
+        return xm, xs, ym, ys
+
+    def scaled_window(self):
+        """``(Z, yc, scaling)``: the window's inputs and targets as the solvers see them."""
+        sc = self.scaling()
+        return (self.Xw - sc[0]) / sc[1], (self.yw - sc[2]) / sc[3], sc
+
+    def scaled_queries(self, X, sc):
+        """Query rows as the kernels see them (width fitted to the model's features); with
+        ``standardize``, each column clipped to the window's range, so that a polynomial kernel does
+        not extrapolate a cubic far beyond the data it was fitted on (a drifting stream's next
+        example often lies outside the window)."""
+        Z = (fit_width(X, self.n_features) - sc[0]) / sc[1]
+        if self.standardize:
+            Z = np.clip(Z, (self.Xw.min(axis=0) - sc[0]) / sc[1], (self.Xw.max(axis=0) - sc[0]) / sc[1])
+        return np.ascontiguousarray(Z)
 
     def set_lookup(self, lookup) -> None:
         self.base.lookup = lookup

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._lazy import lazy_module
 from .._validation import check_choice, check_number
-from ._window import WindowEngine, direct_solve, fit_width
+from ._window import WindowEngine, check_lam, direct_solve, loo_ridge
 
 _cp = lazy_module("polymkl")
 
@@ -64,11 +64,10 @@ class CortesEngine(WindowEngine):
     _LEARNER = "Cortes"
 
     def __init__(self, kernels, constant, degree, lam, mu0, Lambda, norm, eta, line_search, epsilon, max_iter,
-                 budget):
+                 budget, standardize=False):
         self._remember_init(locals())
-        self._init_window(kernels, constant, budget)
+        self._init_window(kernels, constant, budget, standardize, lam)
         self.d = int(degree)
-        self.lam = float(lam)
         self.mu0_param = mu0
         self.Lambda = float(Lambda)
         self.norm = norm
@@ -78,7 +77,6 @@ class CortesEngine(WindowEngine):
         self.max_iter = int(max_iter)
         self.mu = np.zeros(0)
         self.alpha = np.zeros(0)
-        self.ybar = 0.0
         self.step = 0.0
         self.history: list = []
         self.n_iter_ = 0
@@ -159,20 +157,22 @@ class CortesEngine(WindowEngine):
 
     # -- learning ----------------------------------------------------------------------------------
 
-    def learn_many(self, X, y):
+    def _learn_batch(self, X, y):
         """Append a (validated) batch to the window and run Algorithm 1 on the window."""
         self._append(X, y)
         self._run()
 
     def _run(self):
-        n = self.Xw.shape[0]
-        self.ybar = float(self.yw.mean())
-        yc = self.yw - self.ybar
-        Kb, Fb = self.base.arrays(self.Xw)
+        Zw, yc, _ = self.scaled_window()
+        n = Zw.shape[0]
+        self._check_kernel_range(Zw, self.d)
+        Kb, Fb = self.base.arrays(Zw)
         r = self.mu.shape[0]
         mu0 = self.mu0(r)
         mu = project(self.mu, mu0, self.Lambda, self.norm)
         U = self.combined(mu, Kb, Fb, n)
+        if self.lam_auto and not self.lam > 0:  # first batch: the ridge for the initial combination
+            self.lam = loo_ridge(U ** self.d, yc)[0]
         alpha, F = self.solve(U, yc)
         self.history = [F]
         g = self.gradient(U, alpha, Kb, Fb)
@@ -204,24 +204,23 @@ class CortesEngine(WindowEngine):
                 break
             g = self.gradient(U, alpha, Kb, Fb)
         self.n_iter_ = it
+        if self.lam_auto:  # the ridge by leave-one-out for the learnt combination (used by the next batch too)
+            self.lam, alpha, _ = loo_ridge(U ** self.d, yc)
         self.mu, self.alpha = mu, alpha
 
-    def predict_many(self, X):
-        """Predictions of many (validated) rows; 0 before the first batch."""
-        if self.Xw.shape[0] == 0:
-            return np.zeros(X.shape[0])
-        X = fit_width(X, self.n_features)
+    def _predict(self, X):
+        Zw, _, sc = self.scaled_window()
+        X = self.scaled_queries(X, sc)
+        a = self.alpha * sc[3]
         if self.base.mode == _cp.MODE_FACTOR:
-            return self.ybar + _cp.power_kernel_predict(self.base.factor(X), self.base.factor(self.Xw), self.mu,
-                                                        self.d, self.alpha)
-        else:
-            Uq = np.tensordot(self.mu, self.base.cross(X, self.Xw), axes=(0, 0))
-        return self.ybar + (Uq ** self.d) @ self.alpha
+            return sc[2] + _cp.power_kernel_predict(self.base.factor(X), self.base.factor(Zw), self.mu, self.d, a)
+        Uq = np.tensordot(self.mu, self.base.cross(X, Zw), axes=(0, 0))
+        return sc[2] + (Uq ** self.d) @ a
 
     # -- state (the onlinemkl.engine protocol) ------------------------------------------------
 
     def get_state(self):
-        params = {"n_features": int(self.n_features), "ybar": float(self.ybar), "step": float(self.step),
+        params = {"n_features": int(self.n_features), "lam_": float(self.lam), "step": float(self.step),
                   "n_iter_": int(self.n_iter_)}
         arrays = self._window_arrays()
         self.base.save_ck(params, arrays)
@@ -236,13 +235,19 @@ class CortesEngine(WindowEngine):
         need(arrays["mu"].shape == (r,) and (not strict or bool(np.all(arrays["mu"] >= 0))),
              f"mu must have {r} non-negative entries")
         self._set_window(params, arrays)
-        self.ybar, self.step, self.n_iter_ = float(params["ybar"]), float(params["step"]), int(params["n_iter_"])
+        lam = params.get("lam_", self.lam)
+        need(isinstance(lam, (int, float)) and not isinstance(lam, bool) and np.isfinite(lam) and lam >= 0
+             and (lam > 0 or self.lam_auto), f"lam_={lam!r} is not a ridge > 0")
+        self.lam = float(lam)
+        self.step, self.n_iter_ = float(params["step"]), int(params["n_iter_"])
 
 
 def make_engine(p):
     """The engine of face ``p`` (parameters as attributes), every parameter validated."""
     d = check_number("degree", p.degree, low=1, high=4, integer=True)
-    check_number("lam", p.lam, low=0.0, low_open=True)
+    check_lam(p.lam)
+    if not isinstance(p.standardize, (bool, np.bool_)):
+        raise TypeError(f"standardize={p.standardize!r}: expected True or False")
     if np.ndim(p.mu0) == 0:
         check_number("mu0", p.mu0, low=0.0)
     else:
@@ -260,4 +265,4 @@ def make_engine(p):
     if not isinstance(p.constant, (bool, np.bool_)):
         raise TypeError(f"constant={p.constant!r}: expected True or False")
     return CortesEngine(p.kernels, p.constant, d, p.lam, p.mu0, p.Lambda, p.norm, p.eta, p.line_search,
-                        p.epsilon, p.max_iter, p.budget)
+                        p.epsilon, p.max_iter, p.budget, bool(p.standardize))

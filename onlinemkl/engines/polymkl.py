@@ -6,9 +6,10 @@ set-up).  :class:`PolyMKLRegressor` learns non-negative weights ``theta`` over
 this exponentially large family with Algorithm 2 (importance-sampled
 coordinate steps, projection onto the positive part of the unit l2 ball) and
 Algorithm 3 (sampling a multi-index in ``O(r n^2 D)`` with Hadamard powers of
-``S = sum_j K_j``).  ``solver='ucd'`` is the uniform coordinate descent
-baseline over the same index set and ``solver='uniform'`` is the fixed kernel
-``(sum_i kappa_i)^D``.
+``S = sum_j K_j``).  ``solver='active'`` (the default) minimises the same objective
+over an active set of kernels screened by exact gradient (:mod:`._polyactive`),
+``solver='ucd'`` is the uniform coordinate descent baseline over the same index
+set and ``solver='uniform'`` is the fixed kernel ``(sum_i kappa_i)^D``.
 
 Conventions (the readings this module chose; see also ``ALGORITHMS.md`` section 3):
 
@@ -60,13 +61,17 @@ import numpy as np
 
 from .._lazy import lazy_module
 from .._validation import check_choice, check_number
-from ._window import WindowEngine, direct_solve, fit_width
+from ._polyactive import solve_active
+from ._window import WindowEngine, check_lam, direct_solve, loo_ridge
 
 _cp = lazy_module("polymkl")
 
 __all__ = ["PolyMKLEngine", "SOLVERS", "multiplicity", "check_rho", "dual_solve", "make_engine"]
 
-SOLVERS = ("stochastic", "ucd", "uniform")
+SOLVERS = ("active", "stochastic", "ucd", "uniform")
+
+#: Conjugate-gradient steps before a dual re-solve falls back to a direct factorisation.
+CG_MAX_ITER = 50
 
 
 def multiplicity(z) -> int:
@@ -84,12 +89,14 @@ def multiplicity(z) -> int:
 
 
 def dual_solve(K, shift, y, x, tol):
-    """``x <- (K + shift I)^-1 y``: conjugate gradients warm-started from ``x`` (at most ``n`` iterations),
-    falling back to a direct solve when CG does not converge (ill-conditioned, e.g. unscaled inputs).
-    Returns the number of CG iterations (``n + 1`` means the direct solve ran)."""
+    """``x <- (K + shift I)^-1 y``: conjugate gradients warm-started from ``x`` (at most ``CG_MAX_ITER``
+    iterations, fewer than ``n``), falling back to a direct solve when CG has not converged by then
+    (ill-conditioned: a tiny ridge or unscaled inputs, where a Cholesky factorisation costs less than
+    hundreds of CG steps).  Returns the number of CG iterations (``maxiter + 1``: the direct solve ran)."""
     n = y.shape[0]
-    it = _cp.cg_solve(K, shift, y, x, tol, n)
-    if it > n:
+    maxiter = min(n, CG_MAX_ITER)
+    it = _cp.cg_solve(K, shift, y, x, tol, maxiter)
+    if it > maxiter:
         x[:] = direct_solve(K + shift * np.eye(n), y)
     return it
 
@@ -130,12 +137,12 @@ class PolyMKLEngine(WindowEngine):
     _ARRAYS = ("Xw", "yw", "Z", "theta", "theta_pred", "alpha", "alpha_pred")
     _LEARNER = "PolyMKL"
 
-    def __init__(self, kernels, constant, degree, rho, lam, n_iter, eta, solver, iterate, budget, tol, seed):
+    def __init__(self, kernels, constant, degree, rho, lam, n_iter, eta, solver, iterate, budget, tol, seed,
+                 standardize=False):
         self._remember_init(locals())
-        self._init_window(kernels, constant, budget)
+        self._init_window(kernels, constant, budget, standardize, lam)
         self.D = int(degree)
         self.wdeg = np.asarray(rho, dtype=np.float64) ** -2.0
-        self.lam = float(lam)
         self.n_iter = int(n_iter)
         self.eta = float(eta)
         self.solver = solver
@@ -148,7 +155,6 @@ class PolyMKLEngine(WindowEngine):
         self.theta_pred = np.zeros(0)
         self.alpha = np.zeros(0)
         self.alpha_pred = np.zeros(0)
-        self.ybar = 0.0
         self.index: dict = {}
         self.history: list = []  # J(theta_k) per iteration of the last batch (diagnostic, not saved)
         self.history_t: list = []  # seconds since the batch started, per iteration
@@ -166,6 +172,10 @@ class PolyMKLEngine(WindowEngine):
             self.theta = np.append(self.theta, 0.0)
             self.index[key] = k
         return k
+
+    def multiplicity_prior(self, key) -> float:
+        """``c(m) rho_d^-2`` of one multiset (a sorted tuple)."""
+        return multiplicity(key) * float(self.wdeg[len(key)])
 
     def prior(self) -> np.ndarray:
         """``c(m) rho_d^-2`` per stored multi-index."""
@@ -198,7 +208,7 @@ class PolyMKLEngine(WindowEngine):
             self.Z = Z
             self.rebuild_index()
 
-    def learn_many(self, X: np.ndarray, y: np.ndarray):
+    def _learn_batch(self, X: np.ndarray, y: np.ndarray):
         """Append a (validated) batch to the window and run the solver on the window."""
         n_old = self.Xw.shape[0]
         alpha0 = np.concatenate([self.alpha if self.alpha.shape[0] == n_old else np.zeros(n_old),
@@ -209,24 +219,33 @@ class PolyMKLEngine(WindowEngine):
         self._solve(rng, np.ascontiguousarray(alpha0))
 
     def _solve(self, rng, alpha):
-        Xw, n, D = self.Xw, self.Xw.shape[0], self.D
-        self.ybar = float(self.yw.mean())
-        yc = self.yw - self.ybar
-        shift = n * self.lam
-        Kb, Fb = self.base.arrays(Xw)
+        Zw, yc, _ = self.scaled_window()
+        n, D = Zw.shape[0], self.D
+        self._check_kernel_range(Zw, D)
+        Kb, Fb = self.base.arrays(Zw)
         mode = self.base.mode
         S = _cp.base_sum(Kb, Fb, mode, n)
         self.history, self.history_t = [], []
         t0 = time.perf_counter()
         if self.solver == "uniform":
             K = S ** D
-            self.alpha = alpha
-            self.cg_iters += dual_solve(K, shift, yc, self.alpha, self.tol)
+            if self.lam_auto:
+                self.lam, self.alpha, _ = loo_ridge(K, yc)
+            else:
+                self.alpha = alpha
+                self.cg_iters += dual_solve(K, n * self.lam, yc, self.alpha, self.tol)
             self.alpha_pred = self.alpha.copy()
+            return
+        if self.solver == "active" and mode == _cp.MODE_FACTOR:
+            solve_active(self, Fb, yc)
             return
         r = self.base.n_base(self.n_features)
         order = self.base.order(self.n_features)
         P = _cp.hadamard_powers(S, D)
+        if self.lam_auto and not self.lam > 0:
+            # first batch: the ridge that suits the uniform kernel on the unit l2 ball of theta
+            self.lam = loo_ridge(P[D] / math.sqrt(math.comb(r + D, D)), yc)[0]
+        shift = n * self.lam
         prior = self.prior()
         Ktheta = _cp.combined_kernel(self.Z, self.theta * prior, Kb, Fb, mode, n)
         self.cg_iters += dual_solve(Ktheta, shift, yc, alpha, self.tol)
@@ -241,7 +260,7 @@ class PolyMKLEngine(WindowEngine):
             counts = np.array([math.comb(r + d - 1, d) for d in range(D + 1)], dtype=float)
             n_total = counts.sum()
         for _ in range(T if eta > 0 else 0):
-            if self.solver == "stochastic":
+            if self.solver in ("stochastic", "active"):
                 u = rng.random(D + 1)
                 d, C = _cp.sample_multi_index(P, alpha, self.wdeg, Kb, Fb, mode, u, order, z)
                 if d < 0:
@@ -270,39 +289,41 @@ class PolyMKLEngine(WindowEngine):
             self.history.append(0.5 * self.lam * float(np.dot(yc, alpha)))
             self.history_t.append(time.perf_counter() - t0)
         self.alpha = alpha
-        if self.iterate == "average" and T > 0 and eta > 0 and len(self.history):
-            self.theta_pred = theta_sum / len(self.history)
+        averaged = self.iterate == "average" and T > 0 and eta > 0 and len(self.history)
+        self.theta_pred = theta_sum / len(self.history) if averaged else self.theta.copy()
+        if self.lam_auto:  # the ridge by leave-one-out for the predictor's kernel (the chain keeps its own)
+            K = _cp.combined_kernel(self.Z, self.theta_pred * self.prior(), Kb, Fb, mode, n)
+            self.lam, self.alpha_pred, _ = loo_ridge(K, yc)
+        elif averaged:
             K = _cp.combined_kernel(self.Z, self.theta_pred * self.prior(), Kb, Fb, mode, n)
             self.alpha_pred = alpha.copy()
             self.cg_iters += dual_solve(K, shift, yc, self.alpha_pred, self.tol)
         else:
-            self.theta_pred = self.theta.copy()
             self.alpha_pred = alpha.copy()
 
     def objective(self, theta=None) -> float:
         """``J(theta) = lam/2 y'(K_theta + n lam I)^-1 y`` on the current window (direct solve; for tests)."""
-        n = self.Xw.shape[0]
+        Zw, yc, _ = self.scaled_window()
+        n = Zw.shape[0]
         theta = self.theta_pred if theta is None else theta
-        Kb, Fb = self.base.arrays(self.Xw)
+        Kb, Fb = self.base.arrays(Zw)
         K = _cp.combined_kernel(self.Z, theta * self.prior(), Kb, Fb, self.base.mode, n)
-        yc = self.yw - self.yw.mean()
         return 0.5 * self.lam * float(yc @ np.linalg.solve(K + n * self.lam * np.eye(n), yc))
 
     # -- prediction ---------------------------------------------------------------------------
 
-    def predict_many(self, X: np.ndarray) -> np.ndarray:
-        """Predictions of many (validated) rows; 0 before the first batch."""
+    def _predict(self, X: np.ndarray) -> np.ndarray:
         n = self.Xw.shape[0]
-        if n == 0:
-            return np.zeros(X.shape[0])
-        X = fit_width(X, self.n_features)
-        a = self.alpha_pred
+        Zw, _, sc = self.scaled_window()
+        ym, ys = sc[2], sc[3]
+        X = self.scaled_queries(X, sc)
+        a = self.alpha_pred * ys
         if self.base.mode == _cp.MODE_FACTOR:
-            Fw, Fq = self.base.factor(self.Xw), self.base.factor(X)
+            Fw, Fq = self.base.factor(Zw), self.base.factor(X)
             if self.solver == "uniform":
-                return self.ybar + _cp.power_kernel_predict(Fq, Fw, np.ones(Fw.shape[1]), self.D, a)
+                return ym + _cp.power_kernel_predict(Fq, Fw, np.ones(Fw.shape[1]), self.D, a)
             w = self.theta_pred * self.prior()
-            out = np.full(X.shape[0], self.ybar)
+            out = np.full(X.shape[0], ym)
             for k in range(self.Z.shape[0]):
                 if w[k] == 0.0:
                     continue
@@ -311,11 +332,11 @@ class PolyMKLEngine(WindowEngine):
                 gq = _cp.product_features(z, Fq)
                 out += (w[k] * float(gw @ a)) * gq
             return out
-        Kq = self.base.cross(X, self.Xw)
+        Kq = self.base.cross(X, Zw)
         if self.solver == "uniform":
-            return self.ybar + (Kq.sum(axis=0) ** self.D) @ a
+            return ym + (Kq.sum(axis=0) ** self.D) @ a
         w = self.theta_pred * self.prior()
-        out = np.full(X.shape[0], self.ybar)
+        out = np.full(X.shape[0], ym)
         for k in range(self.Z.shape[0]):
             if w[k] == 0.0:
                 continue
@@ -330,7 +351,7 @@ class PolyMKLEngine(WindowEngine):
     # -- state (the onlinemkl.engine protocol) ------------------------------------------------
 
     def get_state(self):
-        params = {"batches": int(self.batches), "n_features": int(self.n_features), "ybar": float(self.ybar),
+        params = {"batches": int(self.batches), "n_features": int(self.n_features), "lam_": float(self.lam),
                   "seed": int(self.seed), "cg_iters": int(self.cg_iters)}
         arrays = self._window_arrays()
         self.base.save_ck(params, arrays)
@@ -357,7 +378,10 @@ class PolyMKLEngine(WindowEngine):
         self._set_window(params, arrays)
         self.Z = self.Z.astype(np.int64)
         self.batches = int(params["batches"])
-        self.ybar = float(params["ybar"])
+        lam = params.get("lam_", self.lam)
+        need(isinstance(lam, (int, float)) and not isinstance(lam, bool) and math.isfinite(lam) and lam >= 0
+             and (lam > 0 or self.lam_auto), f"lam_={lam!r} is not a ridge > 0")
+        self.lam = float(lam)
         self.seed = int(params["seed"])
         self.cg_iters = int(params["cg_iters"])
         self.rebuild_index()
@@ -368,7 +392,9 @@ def make_engine(p, random_state):
     """The engine of face ``p`` (parameters as attributes), every parameter validated."""
     D = check_number("degree", p.degree, low=1, high=20, integer=True)
     rho = check_rho(p.rho, D)
-    check_number("lam", p.lam, low=0.0, low_open=True)
+    check_lam(p.lam)
+    if not isinstance(p.standardize, (bool, np.bool_)):
+        raise TypeError(f"standardize={p.standardize!r}: expected True or False")
     check_number("n_iter", p.n_iter, low=0, integer=True)
     check_number("eta", p.eta, low=0.0, low_open=True)
     check_choice("solver", p.solver, SOLVERS)
@@ -381,4 +407,4 @@ def make_engine(p, random_state):
         check_number("random_state", random_state, low=0, integer=True, hint=" (an int seed or None)")
     seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**62))
     return PolyMKLEngine(p.kernels, p.constant, D, rho, p.lam, p.n_iter, p.eta, p.solver, p.iterate, p.budget,
-                         p.tol, seed)
+                         p.tol, seed, bool(p.standardize))

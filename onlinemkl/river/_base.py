@@ -90,6 +90,24 @@ class EngineAdapter(ModelLock):
             self._engine.set_features(len(self._features), self._features.lookup)
         return row
 
+    def _frame_examples(self, X, y, check_label) -> list:
+        """``[(dict, label)]`` of a DataFrame and its labels for ``learn_many``, every value and label
+        checked first (``check_label``), so that a rejected batch changes nothing; the examples then
+        go through ``learn_one`` one by one, in order, and learn what a ``learn_one`` loop learns."""
+        import pandas as pd
+
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"X must be a pandas DataFrame; got {type(X).__name__}")
+        labels = list(y)
+        if len(labels) != len(X):
+            raise ValueError(f"y must hold one label per row of X ({len(X)} rows); got {len(labels)}")
+        rows = X.to_dict(orient="records")
+        for x in rows:
+            FeatureMap.values(x)
+        for label in labels:
+            check_label(label)
+        return list(zip(rows, labels))
+
     # -- attributes -----------------------------------------------------------------------------
 
     @property

@@ -14,8 +14,10 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
     Parameters mean the same as in :class:`onlinemkl.NonlinearKRRRegressor`;
     ``batch_size`` examples make one mini-batch.  With ``kernels=None`` the
     base kernels are one linear kernel per feature plus a constant; a new
-    feature's weight starts at ``mu0``.  ``max_features``: at most this many features (an
-    example bringing new names past it is rejected, as in :class:`onlinemkl.river.OBSCUREClassifier`).
+    feature's weight starts at ``mu0``.  Inputs and target are standardised on the support
+    window inside (``standardize``), so no scaler is needed in front.  ``max_features``: at most
+    this many features (an example bringing new names past it is rejected, as in
+    :class:`onlinemkl.river.OBSCUREClassifier`).
 
     Examples
     --------
@@ -27,10 +29,11 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
     True
     """
 
-    def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 2, lam: float = 0.1,
+    def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 2, lam: float | str = "auto",
                  mu0: float = 0.0, Lambda: float = 1.0, norm: str = "l2", eta: float = 1.0,
                  line_search: bool = True, epsilon: float = 1e-4, max_iter: int = 20, budget: int | None = 200,
-                 constant: bool = True, max_features: int | None = MAX_FEATURES):
+                 constant: bool = True, standardize: bool = True,
+                 max_features: int | None = MAX_FEATURES):
         store_params(self, locals())
         self._setup(make_engine(self))
 

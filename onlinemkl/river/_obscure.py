@@ -111,21 +111,32 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
 
     # -- learning -------------------------------------------------------------------------
 
-    def learn_one(self, x, y, **kwargs):
+    def _check_label(self, y):
+        """Raise for a label this model cannot learn (before any state changes)."""
         if y is None:
             raise ValueError("y is None; learn_one needs a label")
-        # Validate everything before changing any state: the label first (no
-        # state change), then the row (every value is checked before a column is added).
         if self._engine.binary:
             if not (isinstance(y, (bool, np.bool_)) or y in (0, 1)):
                 raise ValueError(
                     f"label {y!r}: loss='hinge' is a binary classifier for True/False (or 1/0) labels, as river's "
                     "binary classifiers; use loss='multiclass_hinge' for other labels"
                 )
+        else:
+            self._labels.known(y)
+
+    def learn_many(self, X, y, **kwargs):
+        """``learn_one`` on each row of a DataFrame in order (every value and label checked first)."""
+        for x, label in self._frame_examples(X, y, self._check_label):
+            self.learn_one(x, label)
+
+    def learn_one(self, x, y, **kwargs):
+        # Validate everything before changing any state: the label first (no
+        # state change), then the row (every value is checked before a column is added).
+        self._check_label(y)
+        if self._engine.binary:
             row = self._row(x, grow=True)
             yi = 1 if y else -1
         else:
-            self._labels.known(y)
             row = self._row(x, grow=True)
             yi = self._labels.add(y)
             if len(self._labels) > self._engine.n_outputs:

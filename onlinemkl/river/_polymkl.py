@@ -15,13 +15,14 @@ class PolyMKLRegressor(_MiniBatchRiver):
     appearance) plus a constant; ``kernels`` may instead list kernels of
     :mod:`onlinemkl.kernels` whose groups are tuples of feature names.  Other
     parameters mean the same as in :class:`onlinemkl.PolyMKLRegressor`
-    (``seed`` is its ``random_state``).  Put a ``StandardScaler`` in front.
+    (``seed`` is its ``random_state``); inputs and target are standardised on the support
+    window inside (``standardize``), so no scaler is needed in front.
 
     Parameters
     ----------
     batch_size
         Examples per mini-batch (``learn_one`` buffers them).
-    kernels, degree, rho, lam, n_iter, eta, solver, iterate, budget, constant, tol
+    kernels, degree, rho, lam, n_iter, eta, solver, iterate, budget, constant, tol, standardize
         See :class:`onlinemkl.PolyMKLRegressor`.
     seed
         Random seed of the sampling.
@@ -40,9 +41,10 @@ class PolyMKLRegressor(_MiniBatchRiver):
     """
 
     def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 3, rho=None,
-                 lam: float = 0.1, n_iter: int = 50, eta: float = 1.0, solver: str = "stochastic",
+                 lam: float | str = "auto", n_iter: int = 50, eta: float = 1.0, solver: str = "active",
                  iterate: str = "average", budget: int | None = 200, constant: bool = True, tol: float = 1e-6,
-                 seed: int | None = None, max_features: int | None = MAX_FEATURES):
+                 standardize: bool = True, seed: int | None = None,
+                 max_features: int | None = MAX_FEATURES):
         store_params(self, locals())
         self._setup(make_engine(self, seed))
 

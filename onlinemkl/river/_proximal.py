@@ -78,6 +78,16 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
             self._engine.set_n_outputs(len(self._labels))
         self._engine.stream_learn(row, idx)
 
+    def _check_label(self, y):
+        if y is None:
+            raise ValueError("y holds None; learn_many needs a label per row")
+        self._labels.known(y)
+
+    def learn_many(self, X, y, **kwargs):
+        """``learn_one`` on each row of a DataFrame in order (every value and label checked first)."""
+        for x, label in self._frame_examples(X, y, self._check_label):
+            self.learn_one(x, label)
+
     def predict_proba_one(self, x, **kwargs):
         if not len(self._labels):
             return {}
@@ -89,6 +99,31 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
             return None
         s = self._engine.scores_one(self._row(x, grow=False))
         return self._labels.labels[int(np.argmax(s[: len(self._labels)]))]
+
+    def _scores_many(self, X) -> np.ndarray:
+        return self._engine.scores_many(self._features.frame(X, width=self._engine.n_features))[:, : len(self._labels)]
+
+    def predict_proba_many(self, X):
+        """Class probabilities of a DataFrame's rows at once (BLAS kernel blocks; the values of
+        :meth:`predict_proba_one` row by row, up to rounding)."""
+        import pandas as pd
+
+        if not len(self._labels):
+            return pd.DataFrame(index=X.index)
+        s = self._scores_many(X)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        e /= e.sum(axis=1, keepdims=True)
+        return pd.DataFrame(e, index=X.index, columns=list(self._labels.labels))
+
+    def predict_many(self, X):
+        """Labels of a DataFrame's rows at once (the labels of :meth:`predict_one`, up to ties within rounding)."""
+        import pandas as pd
+
+        if not len(self._labels):
+            return pd.Series([None] * len(X), index=X.index, dtype=object)
+        labels = np.empty(len(self._labels), dtype=object)
+        labels[:] = self._labels.labels
+        return pd.Series(labels[np.argmax(self._scores_many(X), axis=1)], index=X.index, dtype=object)
 
 
 class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
