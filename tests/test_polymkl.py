@@ -438,7 +438,7 @@ def _whole_state(model):
 
 
 @pytest.mark.parametrize("cls", ["poly", "cortes"])
-@pytest.mark.parametrize("value, match", [(1e100, "overflow"), (1e200, "overflows"), (np.inf, "infinite"),
+@pytest.mark.parametrize("value, match", [(1e100, "overflow"), (1e200, "(?:overflows|too large)"), (np.inf, "infinite"),
                                           (np.nan, "NaN")])
 def test_bad_values_in_a_batch_name_the_column_and_leave_the_whole_state_unchanged(cls, value, match):
     """1e100 is finite but its degree-3 kernel values overflow; 1e200's square overflows; inf and NaN.
@@ -454,7 +454,7 @@ def test_bad_values_in_a_batch_name_the_column_and_leave_the_whole_state_unchang
     Xb = X[30:].copy()
     Xb[3, 2] = value
     for learn in (m.partial_fit, m._engine.learn_many):
-        with pytest.raises(ValueError, match=f"(?s)(column 2|X contains).*{match}|{match}.*column 2"):
+        with pytest.raises(ValueError, match=f"(?s)(column 2|X contains|X\\[3, 2\\]).*{match}|{match}.*column 2"):
             learn(Xb, y[30:])
         after = _whole_state(m)
         assert after[0] == before[0]

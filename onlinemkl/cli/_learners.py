@@ -166,8 +166,8 @@ LEARNERS["nonlinear"] = LearnerSpec(
         "max_iter": ("20", "projected gradient iterations per mini-batch"),
         "budget": ("200", "support set: the window of the most recent examples"),
         "constant": ("true", "with the default kernels: add a constant base kernel"),
-        **_FEATURE_CAP,
         "standardize": ("true", "standardise inputs and target on the window inside"),
+        **_FEATURE_CAP,
     },
 )
 
