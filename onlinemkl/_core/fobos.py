@@ -388,6 +388,60 @@ def apply_explicit_factor(k, factor, Wk, theta_sq, sigma):
 
 
 @njit
+def evict_projected(slot, q, n, buf, spec, st, n_out, g):
+    """Stored example ``slot`` (of the first ``n``) leaves the model as at a full budget: the kernel
+    passes the eviction needs (:func:`evict_scan` finds the partner with a parallel class vector),
+    then its arithmetic (:func:`evict_and_merge`: the projection onto the partner, the averaged
+    model's share moved along, the norms updated).  ``g`` gets the raw scores of the query ``q``
+    corrected for the change.  Row ``slot`` is left for the caller to overwrite or remove.
+    Returns the partner row (-1: none, the row was simply removed)."""
+    F = spec.codes.shape[0]
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
+    coef, beta = buf.coef, buf.beta
+    ge = np.empty((F, n_out))
+    kej = np.zeros(F)
+    j = evict_scan(slot, n, rows, spec, coef, beta, n_out, st.sigma, ge, kej)
+    work = block_work(spec.gptr.shape[0] - 1)
+    kxe = np.empty((F, 1))
+    kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe, 0)
+    gj = np.zeros((F, n_out))
+    kxj = np.zeros((F, 1))
+    if j >= 0:
+        qj = Query(buf.S[j, :].copy(), buf.ssq[j, :].copy(), buf.sdiag[j, :].copy())
+        dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
+        kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj, 0)
+    evict_and_merge(slot, j, EvictionPasses(ge, gj, kej, kxe, kxj), buf, spec.params, st, n_out, g)
+    return j
+
+
+@njit
+def compress_rows(budget, buf, spec, st, order):
+    """Evict stored examples as a step at the budget does (the learner's choice, then
+    :func:`evict_projected`) until ``budget`` of the ``st.istate[I_N]`` rows remain; each evicted
+    row is removed, the later rows moving up one (their order kept, and ``order[i]``, the row's
+    original index, with them).  For a merged model (:mod:`onlinemkl.distributed.merge`) written
+    with unit scales; ``st.hyper[H_NOUT]`` outputs.  Returns the number of rows left."""
+    buf, spec, st = ProxRows(*buf), KernelSpec(*spec), GroupState(*st)
+    n_out = int(st.hyper[H_NOUT])
+    F = spec.codes.shape[0]
+    g = np.zeros((F, n_out))
+    n = st.istate[I_N]
+    arrays = (buf.S, buf.ssq, buf.sdiag, buf.coef, buf.beta, buf.avg_acc, buf.avg_base)
+    while n > budget:
+        e = choose_dense_evictee(int(st.hyper[H_POLICY]), n, buf.tstamp, buf.coef, buf.beta, n_out, buf.sdiag,
+                                 spec.params, st.sigma)
+        q = Query(buf.S[e, :].copy(), buf.ssq[e, :].copy(), buf.sdiag[e, :].copy())
+        evict_projected(e, q, n, buf, spec, st, n_out, g)
+        for a in arrays:
+            a[e:n - 1] = a[e + 1:n].copy()
+        buf.tstamp[e:n - 1] = buf.tstamp[e + 1:n].copy()
+        order[e:n - 1] = order[e + 1:n].copy()
+        n -= 1
+        st.istate[I_N] = n
+    return n
+
+
+@njit
 def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
     """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated, slot)``.
 
@@ -458,20 +512,7 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
             slot = merge[0]
         elif budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, n_out, sdiag, params, sigma)
-            # the kernel passes the eviction needs, then its arithmetic (evict_and_merge)
-            ge = np.empty((F, n_out))
-            kej = np.zeros(F)
-            j = evict_scan(slot, n, rows, spec, coef, beta, n_out, sigma, ge, kej)
-            work = block_work(G)
-            kxe = np.empty((F, 1))
-            kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe, 0)
-            gj = np.zeros((F, n_out))
-            kxj = np.zeros((F, 1))
-            if j >= 0:
-                qj = Query(S[j, :].copy(), ssq[j, :].copy(), sdiag[j, :].copy())
-                dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
-                kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj, 0)
-            evict_and_merge(slot, j, EvictionPasses(ge, gj, kej, kxe, kxj), buf, params, st, n_out, g)
+            evict_projected(slot, q, n, buf, spec, st, n_out, g)
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1

@@ -6,9 +6,13 @@ coefficients multiplied by its model's weight (the lazy scales folded in first),
 hold the same example with the same class structure in several models added into one (after
 a synchronisation every worker holds the same rows: without this the buffer would grow ``k``
 times per round).  If the union holds more rows than the budget, it is compressed back to it
-by the learner's own eviction choice (``choose_evictee`` for OBSCURE,
-``choose_dense_evictee`` for the proximal learners, called row after row); the chosen row is
-removed (the proximal step's projection of an evicted row onto a partner is not applied here).
+by the learner's own eviction, row after row: OBSCURE's ``choose_evictee`` picks a row, which is
+removed; the proximal learners evict as their step does at a full budget
+(:func:`onlinemkl._core.fobos.compress_rows`): the chosen row's contribution is first
+projected, per kernel group, onto the stored row with a parallel class vector that keeps most
+of it (its share of the averaged model moving along), and only the residual leaves.  Plain
+removal made merged proximal models collapse (every stored row also acts as a per-class
+offset that cancels only in aggregate).
 More than two budgeted models merge in pairs, level after level (:func:`_merge_tree`), so the
 kernel matrix of a merge stays near ``(2 budget)^2`` entries per kernel whatever their number.
 
@@ -52,7 +56,6 @@ from ..features import FeatureMap
 from ..kernel_arrays import block_kernels
 
 _cb = lazy_module("buffer")
-_cg = lazy_module("group_evict")
 _co = lazy_module("obscure")
 _cf = lazy_module("fobos")
 
@@ -331,32 +334,29 @@ def _merge_tree(learner, states, weights):
 
 
 def _compress(u, eng, K, B, theta_sq, G, budget):
-    """Remove rows chosen by the learner's eviction rule until ``budget`` remain.  Only OBSCURE's
-    least-impact rule reads the norms (through the mirror weights): there they are updated
-    after every removal; otherwise they are recomputed once from the rows kept."""
+    """Evict rows by the learner's own rule until ``budget`` remain (proximal:
+    :func:`_compress_proximal`).  OBSCURE's chosen rows are removed; only its least-impact rule
+    reads the norms (through the mirror weights): there they are updated after every removal;
+    otherwise they are recomputed once from the rows kept."""
     n = u.X.shape[0]
     ssq = np.zeros((n, eng.ck.n_groups))
     sdiag = np.zeros((n, eng.ck.n_kernels))
     eng.ck.refresh_row_caches(np.ascontiguousarray(u.X), n, ssq, sdiag)
+    if u.kind != "obscure":
+        return _compress_proximal(u, eng, K, B, budget, (ssq, sdiag))
     alive = np.arange(n)
     coef = np.ascontiguousarray(u.coef)
     F = K.shape[0]
-    obscure = u.kind == "obscure"
-    policy = int(eng.hyper[_co.H_POLICY if obscure else _cf.H_POLICY])
-    track = obscure and policy == _cb.EVICT_LEAST_IMPACT
+    policy = int(eng.hyper[_co.H_POLICY])
+    track = policy == _cb.EVICT_LEAST_IMPACT
     params = eng.ck.params
     a = np.full(F, 1.0)
-    unit = np.ones(eng.theta_sq.shape[0])  # the merged model's scales (folded into coef)
     while alive.shape[0] > budget:
         m = alive.shape[0]
         c, st, sd = coef[alive], u.stamps[alive], sdiag[alive]
-        if obscure:
-            if track:
-                _co.mirror_weights(theta_sq, eng.q, a)
-            e = int(_cb.choose_evictee(policy, m, st, c, np.ascontiguousarray(u.cls[alive, 1]), sd, params, a * a))
-        else:
-            beta = B[alive]
-            e = int(_cg.choose_dense_evictee(policy, m, st, c, beta, beta.shape[1], sd, params, unit))
+        if track:
+            _co.mirror_weights(theta_sq, eng.q, a)
+        e = int(_cb.choose_evictee(policy, m, st, c, np.ascontiguousarray(u.cls[alive, 1]), sd, params, a * a))
         r = alive[e]
         if track:
             for j in range(F):  # ||theta - m_r k_r||^2 = ||theta||^2 - 2 m_r . G_r + K_rr |m_r|^2
@@ -368,6 +368,35 @@ def _compress(u, eng, K, B, theta_sq, G, budget):
     if not track:
         theta_sq = _group_norms(u.coef, B[alive], K[:, alive][:, :, alive])[0]
     return np.maximum(theta_sq, 0.0)
+
+
+def _compress_proximal(u, eng, K, B, budget, caches):
+    """Evict as the proximal step does at a full budget (the learner's choice, then the projection
+    onto a partner row, :func:`onlinemkl._core.fobos.compress_rows`) until ``budget`` rows remain.
+    The union is handed over as a buffer with unit scales (the merged model's scales are folded
+    into ``coef``) and its averaged coefficients as the running sums (``avg_base = sigma_cum =
+    0``), so an evicted row's share of the averaged model moves to its partner as in a step.
+    The norms are recomputed from the kept rows' kernel matrix."""
+    n, F = u.X.shape[0], K.shape[0]
+    C = B.shape[1]
+    ssq, sdiag = caches
+    coef = np.array(u.coef, dtype=float, order="C")
+    avg = np.zeros_like(coef) if u.avg is None else np.array(u.avg, dtype=float, order="C")
+    rows = _cf.ProxRows(np.array(u.X, dtype=float, order="C"), ssq, sdiag, coef, np.array(B, dtype=float, order="C"),
+                        np.array(u.stamps, dtype=np.int64), avg, np.zeros((n, F)))
+    istate = np.zeros(_cf.N_ISTATE, dtype=np.int64)
+    istate[_cf.I_N] = n
+    hyper = eng.hyper.copy()
+    hyper[_cf.H_NOUT] = C
+    st = _cf.GroupState(np.zeros(F), np.ones(F), np.zeros(F), np.ones(F), istate, hyper)
+    order = np.arange(n, dtype=np.int64)
+    m = int(_cf.compress_rows(int(budget), tuple(rows), tuple(eng.ck.spec()), tuple(st), order))
+    kept = order[:m]
+    u.keep(kept)
+    u.coef = coef[:m].copy()
+    if u.avg is not None:
+        u.avg = avg[:m].copy()
+    return np.maximum(_group_norms(u.coef, B[kept], K[:, kept][:, :, kept])[0], 0.0)
 
 
 def _wmean(values, weights):
