@@ -180,28 +180,26 @@ def _held(address, payload: bytes, cap: float, interval: float = 0.05) -> float:
         sock.close()
 
 
-def slow_loris(tmp):
-    """One byte every 50 ms of a line that never ends, default limits; how long the slot is held (cap 40 s)."""
-    proc, address = _serve(_model(tmp))
+def _slot_held(tmp, payload, *serve_args):
+    """How long a server (started with ``serve_args``) keeps a client trickling ``payload`` (cap 40 s)."""
+    proc, address = _serve(_model(tmp), *serve_args)
     try:
-        held = _held(address, b'{"x": {"f0": 1.0' + b" " * 100000, 40.0)
+        held = _held(address, payload, 40.0)
     finally:
         proc.kill()
         proc.wait()
     return {"outcome": f"slot held {held:.1f} s" + (" (still open at the cap)" if held >= 40 else ""),
             "seconds": round(held, 1)}
+
+
+def slow_loris(tmp):
+    """One byte every 50 ms of a line that never ends, default limits; how long the slot is held (cap 40 s)."""
+    return _slot_held(tmp, b'{"x": {"f0": 1.0' + b" " * 100000)
 
 
 def silent_before_token(tmp):
     """A client that connects to a server with a token and says nothing; how long the slot is held (cap 40 s)."""
-    proc, address = _serve(_model(tmp), "--token", "t0k")
-    try:
-        held = _held(address, b"", 40.0)
-    finally:
-        proc.kill()
-        proc.wait()
-    return {"outcome": f"slot held {held:.1f} s" + (" (still open at the cap)" if held >= 40 else ""),
-            "seconds": round(held, 1)}
+    return _slot_held(tmp, b"", "--token", "t0k")
 
 
 def pipelined_depth2(tmp):
