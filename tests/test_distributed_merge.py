@@ -179,7 +179,11 @@ def test_bad_input_is_named():
     assert np.array_equal(a._get_state()[1]["buf.coef"], before)  # nothing changed
 
 
-@pytest.mark.parametrize("cls, kw", [(NonlinearKRRRegressor, dict(budget=60, batch_size=20, max_iter=5)),
+# NonlinearKRR on raw inputs: on the standardised window Algorithm 1 is still short of its fixed
+# point after max_iter=5 (divergence of a self-merge 1e-3; 4e-6 after 100 iterations), so a restart
+# would move it for that reason alone, not the merge's.
+@pytest.mark.parametrize("cls, kw", [(NonlinearKRRRegressor, dict(budget=60, batch_size=20, max_iter=5,
+                                                                  standardize=False)),
                                      (PolyMKLRegressor, dict(budget=60, batch_size=20, n_iter=10, seed=0))])
 def test_minibatch_merge_averages_weights_and_refits(cls, kw):
     """Not exact (module docstring of merge's mini-batch part): copies still merge into the copy

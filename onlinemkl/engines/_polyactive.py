@@ -44,7 +44,7 @@ import numpy as np
 import scipy.linalg
 
 from .._lazy import lazy_module
-from ._window import LAM_GRID
+from ._window import LAM_GRID, direct_solve
 
 _cp = lazy_module("polymkl")
 
@@ -103,12 +103,19 @@ def _inner(G, p, theta, y, c):
     A = G.T @ G
     b = G.T @ y
     m = A.shape[0]
-    for it in range(INNER_ITER + 1):
+
+    def solve(theta):
+        # u = S (S A S + c I)^-1 S b with S = diag(sqrt(p theta)); then G' alpha.  The matrix is
+        # positive definite in exact arithmetic; with a tiny shift from leave-one-out, rounding can
+        # make Cholesky fail, and direct_solve then falls back to least squares.
         s = np.sqrt(p * theta)
         M = s[:, None] * A * s[None, :]
         M[np.diag_indices(m)] += c
-        u = s * scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, check_finite=False), s * b, check_finite=False)
-        Gta = (b - A @ u) / c  # G' alpha
+        u = s * direct_solve(M, s * b)
+        return (b - A @ u) / c
+
+    for it in range(INNER_ITER + 1):
+        Gta = solve(theta)
         if it == INNER_ITER:
             break
         new = np.cbrt(theta * theta * p * Gta * Gta)
@@ -119,11 +126,7 @@ def _inner(G, p, theta, y, c):
         done = float(np.max(np.abs(new - theta))) < 1e-7
         theta = new
         if done:
-            s = np.sqrt(p * theta)  # the coefficients of the final theta
-            M = s[:, None] * A * s[None, :]
-            M[np.diag_indices(m)] += c
-            u = s * scipy.linalg.cho_solve(scipy.linalg.cho_factor(M, check_finite=False), s * b, check_finite=False)
-            Gta = (b - A @ u) / c
+            Gta = solve(theta)  # the coefficients of the final theta
             break
     alpha = (y - G @ (p * theta * Gta)) / c
     return theta, alpha
