@@ -64,15 +64,18 @@ __all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of",
 
 
 def kind_of(learner) -> str:
-    """``'obscure'``, ``'proximal'`` or ``'minibatch'`` for a learner :func:`merge` supports."""
+    """``'obscure'``, ``'proximal'``, ``'sequence'`` or ``'minibatch'`` for a learner :func:`merge` supports."""
     from ..engines.obscure import ObscureEngine
     from ..engines.proximal import ProximalEngine
+    from ..engines.sequence import SequenceEngine
 
     engine = getattr(learner, "_engine", None)
     if isinstance(engine, ObscureEngine):
         return "obscure"
     if isinstance(engine, ProximalEngine):
         return "proximal"
+    if isinstance(engine, SequenceEngine) or type(learner).__name__ == "SequenceMKLLabeler":
+        return "sequence"
     if engine is not None and hasattr(engine, "learn_many") and hasattr(learner, "_features"):
         return "minibatch"
     return ""
@@ -85,8 +88,21 @@ def check_learner(learner) -> str:
         raise TypeError(
             f"learner={type(learner).__name__}: distributed learning merges onlinemkl's river learners "
             "(onlinemkl.river.OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor, PolyMKLRegressor, "
-            "NonlinearKRRRegressor); pass one of them (scale features upstream: a pipeline's scaler is not merged)")
+            "NonlinearKRRRegressor, and onlinemkl.SequenceMKLLabeler); pass one of them (scale features upstream: a pipeline's scaler is not merged)")
     return kind
+
+
+def fresh_clone(learner):
+    """An unfitted copy of ``learner``'s parameters (river's ``clone``, else scikit-learn's)."""
+    if hasattr(learner, "clone"):
+        return learner.clone()
+    from sklearn.base import clone
+
+    return clone(learner)
+
+
+def _params(learner):
+    return learner._get_params() if hasattr(learner, "_get_params") else learner.get_params(deep=False)
 
 
 def state_nbytes(state) -> int:
@@ -259,7 +275,7 @@ def _check_states(states, weights, learner=None):
     if learner is not None:
         for i, state in enumerate(states):
             try:
-                learner.clone()._set_state(*state)
+                fresh_clone(learner)._set_state(*state)
             except (KeyError, ValueError, TypeError, IndexError) as err:
                 raise ValueError(f"states[{i}] is not a state of this {type(learner).__name__} ({err!s}); pass "
                                  "the _get_state() of a learner of the same class and parameters") from None
@@ -287,6 +303,11 @@ def merge_states(learner, states, weights=None):
         from .minibatch import merge_minibatch
 
         return merge_minibatch(learner, states, _check_states(states, weights, learner))
+    if kind == "sequence":
+        from .sequence import merge_sequence
+
+        weights = _check_states(states, weights, learner)
+        return states[0] if len(states) == 1 else merge_sequence(learner, states, weights)
     weights = _check_states(states, weights, learner)
     if len(states) == 1:
         return states[0]
@@ -485,6 +506,11 @@ def state_divergence(learner, a, b) -> float:
         from .minibatch import minibatch_divergence
 
         return minibatch_divergence(learner, a, b)
+    if kind == "sequence":
+        from .sequence import sequence_divergence
+
+        _check_states([a, b], None, learner)
+        return sequence_divergence(learner, a, b)
     _check_states([a, b], None, learner)
     exps = [_Expansion(kind, s) for s in (a, b)]
     names = _union(e.names for e in exps)
@@ -535,10 +561,10 @@ def merge(learners, weights=None):
     first = learners[0]
     check_learner(first)
     for other in learners[1:]:
-        if type(other) is not type(first) or other._get_params() != first._get_params():
+        if type(other) is not type(first) or _params(other) != _params(first):
             raise ValueError("merge needs learners of one class with the same parameters; "
                              f"got {type(first).__name__} and {type(other).__name__} with different parameters")
-    out = first.clone()
+    out = fresh_clone(first)
     out._set_state(*merge_states(first, [copy.deepcopy(m._get_state()) for m in learners], weights))
     return out
 
