@@ -35,6 +35,9 @@ What is averaged, per learner:
   weighted mean too.  Regression target statistics are pooled (weighted means of the count
   and mean, the variance with the spread of the means).
 
+* **The sequence labeller**: :mod:`onlinemkl.distributed.sequence` (emission expansion as
+  proximal MKL, transition scores averaged entrywise).
+
 The models' feature names and labels are aligned by name first (the first model's columns
 and label indices come first; later models' new names are appended in order), so workers
 that saw features or classes in different orders merge correctly.
@@ -307,7 +310,14 @@ def merge_states(learner, states, weights=None):
         from .sequence import merge_sequence
 
         weights = _check_states(states, weights, learner)
-        return states[0] if len(states) == 1 else merge_sequence(learner, states, weights)
+        keep = [i for i, s in enumerate(states) if s[0].get("fitted")]  # an unfitted model is left out
+        if len(keep) < 2:
+            return states[keep[0] if keep else 0]
+        states, weights = [states[i] for i in keep], weights[keep]
+        weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(keep), 1.0 / len(keep))
+        if len(states) > 2 and learner.budget is not None:
+            return _merge_tree(learner, states, weights)
+        return merge_sequence(learner, states, weights)
     weights = _check_states(states, weights, learner)
     if len(states) == 1:
         return states[0]

@@ -17,6 +17,10 @@ weighted average of each, as for the flat proximal learner (:mod:`onlinemkl.dist
 * with ``average=True`` the averaged models are merged alike (coefficients materialised, the
   running sums restarted from them).
 
+An unfitted model is left out of a merge (it has seen nothing).  More than two budgeted models
+merge in pairs, as the other budgeted learners do, so a merge's kernel matrix stays near
+``(2 budget)^2`` entries per kernel.
+
 Without compression the merged model's per-position emission scores and its transition, start
 and stop scores are the weighted means of the models' (last and averaged model), so its
 Viterbi labelling is that of the averaged score.  Labels and feature names are aligned by name
@@ -26,7 +30,9 @@ size and ``gamma='auto'``), the time-stamp clock the largest.
 
 The divergence of two models is the squared RKHS distance of their emission parts (summed over
 kernels, over the union of their supports) plus the squared Frobenius distance of their
-transition groups (``T``, ``S0`` and ``S1``): 0 between copies, symmetric.
+transition groups (``T``, ``S0`` and ``S1``): 0 between copies, symmetric; an unfitted model is
+the zero model there.  It is computed over the union of the two supports (rows both hold cancel
+exactly), so copies are at distance exactly 0.
 """
 
 from __future__ import annotations
@@ -119,8 +125,7 @@ class _Union:
 
 
 def _models(states, weights):
-    """The fitted states as :class:`_Model` with their weights (an unfitted state is a model that
-    has learnt nothing: it is left out and the others' weights renormalised); the union of their
+    """The fitted states (with their weights) and their :class:`_Model`; the union of their
     columns and labels.  ``ValueError`` if they mix input kinds or array widths."""
     fitted = [(s, w) for s, w in zip(states, weights) if s[0].get("fitted")]
     models = [_Model(s) for s, _ in fitted]
@@ -175,14 +180,11 @@ def _emission_norms(coef, beta, K):
 
 
 def merge_sequence(learner, states, weights):
-    """The weighted average of labeller states (``weights`` normalised; see the module docstring)."""
+    """The weighted average of two or more fitted labeller states (``weights`` normalised, one
+    per state; see the module docstring).  :func:`onlinemkl.distributed.merge.merge_states`
+    leaves unfitted states out and merges more than two budgeted models in pairs."""
     fitted, models, names, labels = _models(states, weights)
-    if not fitted:
-        return states[0]
-    w = np.array([w for _, w in fitted], dtype=float)
-    w = w / w.sum() if w.sum() > 0 else np.full(len(w), 1.0 / len(w))
-    if len(fitted) == 1:
-        return fitted[0][0]
+    w = np.asarray(weights, dtype=float)
     u = _Union(models, w, names, labels)
     tmp = _holder(learner, fitted[0][0], names, labels)
     eng = tmp._engine
