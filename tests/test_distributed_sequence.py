@@ -159,6 +159,14 @@ def test_an_unfitted_model_is_left_out_of_a_merge():
     z = SequenceMKLLabeler(kernels=KERNELS, random_state=0)
     m = merge_states(a, [z._get_state(), a._get_state()], weights=[1, 1])
     assert m[1]["istate"][1] == a._engine.istate[1]  # the fitted model alone
+    e = SequenceMKLLabeler(kernels=KERNELS, random_state=0)
+    e.learn_one([], [])  # fitted, but nothing learnt
+    b = fitted({}, 1)
+    m = merge([e, a, b, copy.deepcopy(a)], weights=[5, 1, 1, 1])
+    assert m.n_support_ > 0 and m.predict_one(TEST[0]) is not None
+    mean = merge([a, b, copy.deepcopy(a)])
+    for xs in TEST:
+        np.testing.assert_allclose(scores(m, xs)[0]["a"], scores(mean, xs)[0]["a"], rtol=1e-9, atol=1e-9)
     assert state_divergence(a, z._get_state(), z._get_state()) == 0.0
     na = float(np.sum(a._engine.theta_sq * a._engine.sigma ** 2))  # divergence: unfitted is the zero model
     assert state_divergence(a, z._get_state(), a._get_state()) == pytest.approx(na, rel=1e-8)

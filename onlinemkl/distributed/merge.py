@@ -307,10 +307,10 @@ def merge_states(learner, states, weights=None):
 
         return merge_minibatch(learner, states, _check_states(states, weights, learner))
     if kind == "sequence":
-        from .sequence import merge_sequence
+        from .sequence import learnt, merge_sequence
 
         weights = _check_states(states, weights, learner)
-        keep = [i for i, s in enumerate(states) if s[0].get("fitted")]  # an unfitted model is left out
+        keep = [i for i, s in enumerate(states) if learnt(s)]  # a model that learnt nothing is left out
         if len(keep) < 2:
             return states[keep[0] if keep else 0]
         states, weights = [states[i] for i in keep], weights[keep]

@@ -17,7 +17,7 @@ weighted average of each, as for the flat proximal learner (:mod:`onlinemkl.dist
 * with ``average=True`` the averaged models are merged alike (coefficients materialised, the
   running sums restarted from them).
 
-An unfitted model is left out of a merge (it has seen nothing).  More than two budgeted models
+A model that has learnt nothing is left out of a merge.  More than two budgeted models
 merge in pairs, as the other budgeted learners do, so a merge's kernel matrix stays near
 ``(2 budget)^2`` entries per kernel.
 
@@ -46,7 +46,7 @@ from ..kernel_arrays import block_kernels
 _cf = lazy_module("fobos")
 _cs = lazy_module("sequence")
 
-__all__ = ["merge_sequence", "sequence_divergence"]
+__all__ = ["merge_sequence", "sequence_divergence", "learnt"]
 
 _CHAIN = ("T", "S0", "S1")
 
@@ -75,9 +75,19 @@ class _Model:
         if n:
             _cf.averaged_coefficients(n, a["buf.coef"], a["avg_acc"], a["avg_base"], a["sigma_cum"], max(T, 1),
                                       self.avg)
-        sub = lambda arr: arr[:Y, :Y] if arr.ndim == 2 else arr[:Y]  # noqa: E731
-        self.chain = [sub(a[k]) * sigma[F] for k in _CHAIN]
-        self.chain_avg = [sub(a[k + "avg"]) / max(T, 1) for k in _CHAIN]
+        self.chain = [_labels_part(a[k], Y) * sigma[F] for k in _CHAIN]
+        self.chain_avg = [_labels_part(a[k + "avg"], Y) / max(T, 1) for k in _CHAIN]
+
+
+def learnt(state) -> bool:
+    """Whether a labeller state has learnt anything (fitted, with an input kind: a fitted model
+    without one has seen only empty sequences, which are no-ops)."""
+    return bool(state[0].get("fitted")) and state[0].get("array_input") is not None
+
+
+def _labels_part(arr, Y):
+    """The first ``Y`` label slots of a transition (``Y x Y``) or start/stop (``Y``) array."""
+    return arr[:Y, :Y] if arr.ndim == 2 else arr[:Y]
 
 
 class _Union:
@@ -127,7 +137,7 @@ class _Union:
 def _models(states, weights):
     """The fitted states (with their weights) and their :class:`_Model`; the union of their
     columns and labels.  ``ValueError`` if they mix input kinds or array widths."""
-    fitted = [(s, w) for s, w in zip(states, weights) if s[0].get("fitted")]
+    fitted = [(s, w) for s, w in zip(states, weights) if learnt(s)]
     models = [_Model(s) for s, _ in fitted]
     kinds = {m.array_input for m in models if m.array_input is not None}
     if len(kinds) > 1:
