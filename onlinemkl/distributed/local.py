@@ -7,6 +7,7 @@ would send), and for users without Ray.  It does not run faster than one learner
 
 from __future__ import annotations
 
+from .merge import fresh_clone
 from .models import check_model, set_model_state
 from .protocol import DynamicAveraging, SyncLog, Worker, check_sync, prequential, run_protocol
 
@@ -93,7 +94,7 @@ def fit_local(learner, shards, sync=0.0, metric=None):
     state = run_protocol(learner, backend, sync, log)
     if metric is not None:
         log.metric = prequential(metric, backend.results())
-    out = learner.clone()
+    out = fresh_clone(learner)
     set_model_state(out, state)
     return out, log
 

@@ -35,6 +35,9 @@ What is averaged, per learner:
   weighted mean too.  Regression target statistics are pooled (weighted means of the count
   and mean, the variance with the spread of the means).
 
+* **The sequence labeller**: :mod:`onlinemkl.distributed.sequence` (emission expansion as
+  proximal MKL, transition scores averaged entrywise).
+
 The models' feature names and labels are aligned by name first (the first model's columns
 and label indices come first; later models' new names are appended in order), so workers
 that saw features or classes in different orders merge correctly.
@@ -64,15 +67,18 @@ __all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of",
 
 
 def kind_of(learner) -> str:
-    """``'obscure'``, ``'proximal'`` or ``'minibatch'`` for a learner :func:`merge` supports."""
+    """``'obscure'``, ``'proximal'``, ``'sequence'`` or ``'minibatch'`` for a learner :func:`merge` supports."""
     from ..engines.obscure import ObscureEngine
     from ..engines.proximal import ProximalEngine
+    from ..engines.sequence import SequenceEngine
 
     engine = getattr(learner, "_engine", None)
     if isinstance(engine, ObscureEngine):
         return "obscure"
     if isinstance(engine, ProximalEngine):
         return "proximal"
+    if isinstance(engine, SequenceEngine) or type(learner).__name__ == "SequenceMKLLabeler":
+        return "sequence"
     if engine is not None and hasattr(engine, "learn_many") and hasattr(learner, "_features"):
         return "minibatch"
     return ""
@@ -85,8 +91,21 @@ def check_learner(learner) -> str:
         raise TypeError(
             f"learner={type(learner).__name__}: distributed learning merges onlinemkl's river learners "
             "(onlinemkl.river.OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor, PolyMKLRegressor, "
-            "NonlinearKRRRegressor); pass one of them (scale features upstream: a pipeline's scaler is not merged)")
+            "NonlinearKRRRegressor, and onlinemkl.SequenceMKLLabeler); pass one of them (scale features upstream: a pipeline's scaler is not merged)")
     return kind
+
+
+def fresh_clone(learner):
+    """An unfitted copy of ``learner``'s parameters (river's ``clone``, else scikit-learn's)."""
+    if hasattr(learner, "clone"):
+        return learner.clone()
+    from sklearn.base import clone
+
+    return clone(learner)
+
+
+def _params(learner):
+    return learner._get_params() if hasattr(learner, "_get_params") else learner.get_params(deep=False)
 
 
 def state_nbytes(state) -> int:
@@ -259,7 +278,7 @@ def _check_states(states, weights, learner=None):
     if learner is not None:
         for i, state in enumerate(states):
             try:
-                learner.clone()._set_state(*state)
+                fresh_clone(learner)._set_state(*state)
             except (KeyError, ValueError, TypeError, IndexError) as err:
                 raise ValueError(f"states[{i}] is not a state of this {type(learner).__name__} ({err!s}); pass "
                                  "the _get_state() of a learner of the same class and parameters") from None
@@ -287,6 +306,18 @@ def merge_states(learner, states, weights=None):
         from .minibatch import merge_minibatch
 
         return merge_minibatch(learner, states, _check_states(states, weights, learner))
+    if kind == "sequence":
+        from .sequence import learnt, merge_sequence
+
+        weights = _check_states(states, weights, learner)
+        keep = [i for i, s in enumerate(states) if learnt(s)]  # a model that learnt nothing is left out
+        if len(keep) < 2:
+            return states[keep[0] if keep else 0]
+        states, weights = [states[i] for i in keep], weights[keep]
+        weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(keep), 1.0 / len(keep))
+        if len(states) > 2 and learner.budget is not None:
+            return _merge_tree(learner, states, weights)
+        return merge_sequence(learner, states, weights)
     weights = _check_states(states, weights, learner)
     if len(states) == 1:
         return states[0]
@@ -485,6 +516,11 @@ def state_divergence(learner, a, b) -> float:
         from .minibatch import minibatch_divergence
 
         return minibatch_divergence(learner, a, b)
+    if kind == "sequence":
+        from .sequence import sequence_divergence
+
+        _check_states([a, b], None, learner)
+        return sequence_divergence(learner, a, b)
     _check_states([a, b], None, learner)
     exps = [_Expansion(kind, s) for s in (a, b)]
     names = _union(e.names for e in exps)
@@ -535,10 +571,10 @@ def merge(learners, weights=None):
     first = learners[0]
     check_learner(first)
     for other in learners[1:]:
-        if type(other) is not type(first) or other._get_params() != first._get_params():
+        if type(other) is not type(first) or _params(other) != _params(first):
             raise ValueError("merge needs learners of one class with the same parameters; "
                              f"got {type(first).__name__} and {type(other).__name__} with different parameters")
-    out = first.clone()
+    out = fresh_clone(first)
     out._set_state(*merge_states(first, [copy.deepcopy(m._get_state()) for m in learners], weights))
     return out
 

@@ -138,6 +138,8 @@ class Worker:
             for i, v in enumerate(own_state["features"]):
                 X[:, col[v]] = own["pending_X"][:, i]
             arrays["pending_X"], arrays["pending_y"] = X, own["pending_y"].copy()
+        elif "replay.labels" not in own:
+            pass  # the sequence labeller keeps no reservoir
         elif own["replay.labels"].shape[0] and list(own_state["features"]) == list(params["features"])[
                 :len(own_state["features"])] and list(own_state.get("labels", [])) == list(
                 params.get("labels", []))[:len(own_state.get("labels", []))]:
