@@ -23,8 +23,10 @@ from .sklearn import EngineClassifier, check_labels
 __all__ = ["OBSCUREClassifier"]
 
 #: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many
-#: bytes, else computes them in blocks that do (LIBSVM's kernel cache is 200 MB by default).
-KERNEL_CACHE_BYTES = 256 << 20
+#: bytes, else computes them in blocks of at most half of it per chunk of an epoch (LIBSVM's
+#: kernel cache is 200 MB by default).  Half: a block is computed afresh for every chunk, and
+#: smaller blocks were as fast (first touch of fresh pages costs as much as it saves).
+KERNEL_CACHE_BYTES = 512 << 20
 
 
 class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
@@ -151,7 +153,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         rng = np.random.default_rng(self.random_state)
         fast = N * N * (engine.ck.n_kernels + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
         run = (engine.fit_pass_precomputed(X, yi) if fast
-               else engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES))
+               else engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES // 2))
         for _ in range(self.stage1_epochs):
             if run(rng.permutation(N)) == 0:
                 break
