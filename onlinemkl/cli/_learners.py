@@ -163,11 +163,11 @@ LEARNERS["nonlinear"] = LearnerSpec(
         "eta": ("1.0", "step multiplier, > 0"),
         "line_search": ("true", "backtracking line search on each projected gradient step"),
         "epsilon": ("0.0001", "stop when ||mu' - mu|| < epsilon"),
-        "tol": ("0.0001", "stop when a step lowers the objective by less than tol times it, >= 0"),
         "max_iter": ("20", "projected gradient iterations per mini-batch"),
         "budget": ("200", "support set: the window of the most recent examples"),
         "constant": ("true", "with the default kernels: add a constant base kernel"),
         "standardize": ("true", "standardise inputs and target on the window inside"),
+        "tol": ("0.0001", "stop when a step lowers the objective by less than tol times it, >= 0"),
         **_FEATURE_CAP,
     },
 )
