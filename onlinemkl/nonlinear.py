@@ -51,6 +51,11 @@ class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
     line_search : bool, default True
     epsilon : float > 0, default 1e-4
         Stop when ``||mu' - mu|| < epsilon``.
+    tol : float >= 0, default 1e-4
+        Also stop when an accepted step lowers the objective ``F`` by less than ``tol`` times
+        ``F`` (0: only ``epsilon`` and ``max_iter`` stop).  Near the optimum ``F`` falls by a
+        nearly constant factor per iteration, so stopping there leaves ``F`` within a small
+        multiple of ``tol`` (relative) of the full run's, at a fraction of its KRR solves.
     max_iter : int >= 0, default 50
         Iterations per (mini-)batch.
     budget : int or None, default 500
@@ -85,7 +90,7 @@ class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
 
     def __init__(self, kernels=None, degree=2, lam="auto", mu0=0.0, Lambda=1.0, norm="l2", eta=1.0,
                  line_search=True, epsilon=1e-4, max_iter=50, budget=500, constant=True, standardize=True,
-                 random_state=None):
+                 tol=1e-4, random_state=None):
         store_params(self, locals())
 
     def _new_engine(self):

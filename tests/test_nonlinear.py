@@ -66,13 +66,46 @@ def test_projection_lands_on_boundary(norm):
 def test_algorithm1_decreases_objective_and_stops(norm, d):
     X, y = _data(n=80)
     m = NonlinearKRRRegressor(degree=d, norm=norm, lam=1e-3, standardize=False, max_iter=100, epsilon=1e-5,
-                              Lambda=2.0).fit(X, y)
+                              Lambda=2.0, tol=0.0).fit(X, y)
     obj = m.objective_
     assert np.all(np.diff(obj) <= 1e-12 * obj[0])  # monotone with the line search
     assert obj[-1] < obj[0]
     assert m._engine.n_iter_ < 100  # ||mu' - mu|| < epsilon reached
     nrm = np.linalg.norm(m.mu_, 1 if norm == "l1" else 2)
     assert nrm == pytest.approx(2.0, rel=1e-9) and np.all(m.mu_ >= 0)
+
+
+def test_tol_stops_near_the_full_runs_objective():
+    """The relative-decrease rule (tol) stops early under the tiny leave-one-out ridge, at an objective
+    within a small multiple of tol of the run that goes on to max_iter (tol=0)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = X[:, 0] * X[:, 1] + X[:, 2]
+    full = NonlinearKRRRegressor(tol=0.0, max_iter=60).fit(X, y)
+    tol = 1e-4
+    fast = NonlinearKRRRegressor(tol=tol, max_iter=60).fit(X, y)
+    assert fast._engine.n_iter_ < full._engine.n_iter_ / 2  # without the rule mu keeps creeping
+    F_full, F_fast = full.objective_[-1], fast.objective_
+    assert (F_fast[-2] - F_fast[-1]) <= tol * F_fast[-2]  # stopped by the rule
+    assert np.all(np.diff(F_fast[:-1]) < -tol * F_fast[:-2])  # and not before
+    assert 0.0 <= (F_fast[-1] - F_full) / F_full < 10 * tol
+    np.testing.assert_allclose(fast.objective_, full.objective_[: len(fast.objective_)], rtol=1e-10)
+
+
+def test_direct_solve_equals_lapack_solve_and_falls_back():
+    import scipy.linalg
+
+    from onlinemkl.engines._window import direct_solve
+
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(120, 40))
+    y = rng.normal(size=120)
+    K = A @ A.T + 1e-2 * np.eye(120)
+    ref = scipy.linalg.solve(K, y, assume_a="pos")
+    np.testing.assert_allclose(direct_solve(K, y), ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+    S = A @ A.T  # singular: Cholesky fails, least squares answers
+    x = direct_solve(S, y)
+    np.testing.assert_allclose(x, np.linalg.lstsq(S, y, rcond=None)[0], rtol=1e-8, atol=1e-10)
 
 
 def test_learns_product_target_better_than_linear():
@@ -114,6 +147,7 @@ def test_partial_fit_warm_starts_mu_and_keeps_window():
     ({"degree": 5}, "degree"), ({"lam": 0}, "lam"), ({"Lambda": -1}, "Lambda"), ({"norm": "linf"}, "norm"),
     ({"eta": 0}, "eta"), ({"epsilon": -1}, "epsilon"), ({"max_iter": -1}, "max_iter"), ({"budget": 0}, "budget"),
     ({"mu0": -0.5}, "mu0"), ({"mu0": [1.0, 2.0]}, "mu0"), ({"line_search": 1}, "line_search"),
+    ({"tol": -1e-4}, "tol"), ({"tol": float("nan")}, "tol"),
 ])
 def test_bad_parameters_named(params, match):
     X, y = _data(n=10)

@@ -167,6 +167,7 @@ LEARNERS["nonlinear"] = LearnerSpec(
         "budget": ("200", "support set: the window of the most recent examples"),
         "constant": ("true", "with the default kernels: add a constant base kernel"),
         "standardize": ("true", "standardise inputs and target on the window inside"),
+        "tol": ("0.0001", "stop when a step lowers the objective by less than tol times it, >= 0"),
         **_FEATURE_CAP,
     },
 )

@@ -18,7 +18,10 @@ Readings chosen here (see ``ALGORITHMS.md`` section 4):
 * Step size: ``eta`` times ``Lambda / ||grad F(mu_init)||`` (so ``eta=1``
   first moves ``mu`` by about ``Lambda``); with ``line_search=True`` the step
   is halved until ``F`` decreases and doubled after an accepted step.
-  Iterations stop when ``||mu' - mu|| < epsilon`` or after ``max_iter``.
+  Iterations stop when ``||mu' - mu|| < epsilon``, when an accepted step lowers ``F`` by less
+  than ``tol`` times ``F`` (the iterates converge linearly, so the objective left
+  on the table is a small multiple of ``tol``; a tiny leave-one-out ridge otherwise keeps
+  ``mu`` creeping for every one of the ``max_iter`` iterations), or after ``max_iter``.
 * Each KRR solve is a Cholesky factorisation (the paper's algorithm; ``n``
   is the support-set size).
 
@@ -64,7 +67,7 @@ class CortesEngine(WindowEngine):
     _LEARNER = "Cortes"
 
     def __init__(self, kernels, constant, degree, lam, mu0, Lambda, norm, eta, line_search, epsilon, max_iter,
-                 budget, standardize=False):
+                 budget, standardize=False, tol=0.0):
         self._remember_init(locals())
         self._init_window(kernels, constant, budget, standardize, lam)
         self.d = int(degree)
@@ -75,6 +78,7 @@ class CortesEngine(WindowEngine):
         self.line_search = bool(line_search)
         self.epsilon = float(epsilon)
         self.max_iter = int(max_iter)
+        self.tol = float(tol)
         self.mu = np.zeros(0)
         self.alpha = np.zeros(0)
         self.step = 0.0
@@ -198,9 +202,10 @@ class CortesEngine(WindowEngine):
             moved = float(np.linalg.norm(new - mu))
             if self.line_search and F_new > F:
                 break  # no decrease along the projected path: stationary within round-off
+            small = F - F_new <= self.tol * abs(F)
             mu, U, alpha, F = new, U_new, a_new, F_new
             self.history.append(F)
-            if moved < self.epsilon:
+            if moved < self.epsilon or small:
                 break
             g = self.gradient(U, alpha, Kb, Fb)
         self.n_iter_ = it
@@ -261,8 +266,10 @@ def make_engine(p):
         raise TypeError(f"line_search={p.line_search!r}: expected True or False")
     check_number("epsilon", p.epsilon, low=0.0, low_open=True)
     check_number("max_iter", p.max_iter, low=0, integer=True)
+    check_number("tol", p.tol, low=0.0)
     check_number("budget", p.budget, low=1, integer=True, allow_none=True)
     if not isinstance(p.constant, (bool, np.bool_)):
         raise TypeError(f"constant={p.constant!r}: expected True or False")
     return CortesEngine(p.kernels, p.constant, d, p.lam, p.mu0, p.Lambda, p.norm, p.eta, p.line_search,
-                        p.epsilon, p.max_iter, p.budget, bool(p.standardize))
+                        p.epsilon, p.max_iter, p.budget, bool(p.standardize),
+                        float(p.tol))

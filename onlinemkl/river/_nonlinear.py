@@ -32,7 +32,7 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
     def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 2, lam: float | str = "auto",
                  mu0: float = 0.0, Lambda: float = 1.0, norm: str = "l2", eta: float = 1.0,
                  line_search: bool = True, epsilon: float = 1e-4, max_iter: int = 20, budget: int | None = 200,
-                 constant: bool = True, standardize: bool = True,
+                 constant: bool = True, standardize: bool = True, tol: float = 1e-4,
                  max_features: int | None = MAX_FEATURES):
         store_params(self, locals())
         self._setup(make_engine(self))
