@@ -42,6 +42,7 @@ from threadpoolctl import threadpool_limits
 
 from .._lazy import lazy_module
 from ..kernel_arrays import block_kernels
+from .merge import _union
 
 _cf = lazy_module("fobos")
 _cs = lazy_module("sequence")
@@ -146,19 +147,9 @@ def _models(states, weights):
         widths = sorted({len(m.names) for m in models if m.array_input})
         raise ValueError(f"states were trained on arrays of different widths {widths}; merge models over the same "
                          "columns")
-    names = _ordered(m.names for m in models)
-    labels = _ordered(m.labels for m in models)
+    names = _union(m.names for m in models)
+    labels = _union(m.labels for m in models)
     return fitted, models, names, labels
-
-
-def _ordered(lists):
-    out, seen = [], set()
-    for values in lists:
-        for v in values:
-            if v not in seen:
-                seen.add(v)
-                out.append(v)
-    return out
 
 
 def _holder(learner, state, names, labels):
@@ -291,7 +282,7 @@ def sequence_divergence(learner, a, b) -> float:
         if not models:
             return 0.0
         models.append(_Empty(models[0]))
-        names = _ordered(m.names for m in models)
+        names = _union(m.names for m in models)
     u = _Union(models, np.array([1.0, -1.0]), names, labels)
     tmp = _holder(learner, fitted[0][0], names, labels)
     with threadpool_limits(1, user_api="blas"):
