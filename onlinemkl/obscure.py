@@ -35,7 +35,9 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     Learns a kernel predictor and the weight of each kernel, one example at a
     time (``partial_fit``) or from a data set (``fit``: epochs of stage 1 until
     an epoch without margin errors, then epochs of stage 2 on random examples,
-    as the authors' toolbox).
+    as the authors' toolbox).  ``fit`` reads kernel values from matrices computed
+    with BLAS, whole or in blocks per chunk of an epoch, within
+    :data:`KERNEL_CACHE_BYTES` of memory whatever the training set's size.
 
     Parameters
     ----------
