@@ -9,6 +9,7 @@ from .._validation import store_params
 from ..engines._replay import DEFAULT_WINDOW
 from ..engines.proximal import classifier_engine, regressor_engine
 from ..features import MAX_FEATURES, LabelMap
+from ..kernels import default_stream_regression_kernels
 from ._base import EngineAdapter, check_regression_target, softmax_dict
 
 
@@ -148,10 +149,13 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
     True
     """
 
+    #: ``kernels=None``: the quadratic kernel unnormalised, scaled by ``2 / d`` (its docstring says why).
+    _default_kernels = staticmethod(default_stream_regression_kernels)
+
     def __init__(self, kernels: tuple | None = None, explicit_groups: tuple | None = None, loss: str = "squared",
                  epsilon: float = 0.1, regularizer: str = "sq_l21", lam: float = 1e-3, q: float = 1.5,
                  sigma: float = 1.0, l1_ratio: float = 1.0, group_weights: tuple | None = None,
-                 schedule: str = "invsqrt", eta0: float = 0.2, gamma: float | str | None = None,
+                 schedule: str = "invsqrt", eta0: float = 0.3, gamma: float | str | None = None,
                  average: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  replay: int = 0, replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
                  feature_hashing: int | None = None):
