@@ -35,7 +35,8 @@ def group_columns(kernel, n_features):
 def raw_kernel(kernel, A, B, n_group):
     """Unnormalised kernel matrix between rows of ``A`` and ``B`` (already restricted to the group)."""
     if isinstance(kernel, Polynomial):
-        return (kernel.scale * (A @ B.T) + kernel.offset) ** kernel.degree
+        scale = kernel.scale if kernel.scale is not None else kernel.scale_scale / n_group
+        return (scale * (A @ B.T) + kernel.offset) ** kernel.degree
     if isinstance(kernel, Linear):
         return A @ B.T
     diff = A[:, None, :] - B[None, :, :]

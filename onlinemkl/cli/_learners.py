@@ -241,12 +241,12 @@ def parse_kernel(text: str, numbered: bool = False):
 
     KIND is linear, poly(nomial), rbf (gaussian), laplacian or bspline; keys
     are the kernel's fields (``gamma``, ``gamma_scale``, ``degree``, ``offset``,
-    ``scale``, ``h``, ``h_scale``, ``normalize``) and ``group``, feature names
+    ``scale``, ``scale_scale``, ``h``, ``h_scale``, ``normalize``) and ``group``, feature names
     separated by ``|`` (``group=age|height``).  ``numbered``: the features are
     numbers (LIBSVM sources, numbered from 0), so ``group=0|1`` names features 0 and 1.
 
     >>> parse_kernel("poly:degree=3,normalize=true")
-    Polynomial(group=None, normalize=True, degree=3, offset=1.0, scale=1.0)
+    Polynomial(group=None, normalize=True, degree=3, offset=1.0, scale=1.0, scale_scale=1.0)
     """
     from .. import kernels
 

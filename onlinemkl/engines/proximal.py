@@ -72,13 +72,15 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
     """Validated settings shared by every proximal learner (flat and structured).
 
     ``p`` is the face (any object with the parameters as attributes);
-    ``regression`` picks the default kernels; ``loss_at_zero`` is the loss at
+    ``regression`` picks the default kernels, unless the face names its own
+    (a ``_default_kernels`` function, as the river regressor does); ``loss_at_zero`` is the loss at
     ``theta = 0`` for ``gamma='auto'`` (None: no projection).
 
     ``n_extra_groups`` counts groups the learner adds itself (the sequence
     labeller's transition group) for ``group_weights``.
     """
-    kernels = check_kernels(p.kernels, default_regression_kernels if regression else None)
+    default = getattr(p, "_default_kernels", None) or (default_regression_kernels if regression else None)
+    kernels = check_kernels(p.kernels, default)
     explicit = check_explicit_groups(getattr(p, "explicit_groups", None))
     P = len(kernels) + len(explicit) + n_extra_groups
     check_choice("regularizer", p.regularizer, tuple(REGULARIZERS))
