@@ -179,7 +179,13 @@ class ReplayMemory:
         """The indices of ``k`` held examples drawn uniformly (those :meth:`sample` would draw ``k``
         times), for a learner that takes its replay steps in one compiled call."""
         size = self.size
-        return np.array([self._draw(size) for _ in range(k)], dtype=np.int64)
+        state = int(self.counters[1])
+        out = np.empty(k, dtype=np.int64)
+        for t in range(k):  # _draw's steps, with the generator state kept in a Python int meanwhile
+            state, value = _splitmix64(state)
+            out[t] = value % size
+        self.counters[1] = state
+        return out
 
     def held(self, n_features: int):
         """``(rows, labels, where)`` of the held examples, ``rows`` C-contiguous with exactly
