@@ -83,6 +83,7 @@ FUSED = 0
 SCORES_GIVEN = 2
 PREDICT = 3
 FROM_MATRIX = 4  # obscure_run only
+REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -180,7 +181,8 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     with :data:`FROM_MATRIX`, either that or ``2 len(X)`` entries, ``[slot, stamp]`` of the row
     last stored for each row of ``X`` (kept up to date here), so that an example updated again
     with the same class pair adds to its row instead of storing a copy: the same predictor,
-    fewer rows.
+    fewer rows.  :data:`REPLAY`: :data:`FUSED` steps on ``X[order]`` (replay's draws from its
+    reservoir, in one call instead of one per step) with that per-row merge table.
     Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.  The caller guarantees capacity for
     ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: the fields of
     :class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec` and
@@ -196,13 +198,13 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     n_updates = 0
     dense = dense_accumulation(coef, g)
     gather = mode == FROM_MATRIX
-    merge_rows = gather and merge.shape[0] == 2 * X.shape[0]
+    merge_rows = (gather or mode == REPLAY) and merge.shape[0] == 2 * X.shape[0]
     kv = np.empty((F, ROW_BLOCK if gather else 0))
     ws = np.empty(ROW_BLOCK if gather else 0)
     loss, yhat, updated = 0.0, -1, False
     for t in range(order.shape[0]):
         i = order[t]
-        step_mode = mode
+        step_mode = FUSED if mode == REPLAY else mode
         if gather:
             n = istate[I_N]
             # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)

@@ -90,6 +90,7 @@ class ReplayMemory:
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
         self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
         self.where = np.zeros((0, 2), dtype=np.int64)
+        self._labels_all = self._where_all = None  # what labels/where are views of (see _append)
 
     @property
     def seen(self) -> int:
@@ -118,32 +119,53 @@ class ReplayMemory:
         self.counters[0] = seen + 1
         if self.steps <= 0:
             return
-        where = (slot, stamps[slot]) if slot >= 0 else (-1, -1)
         d = x.shape[0]
         cap = self.capacity(max(d, self.rows.shape[1]))
         if self.labels.shape[0] > cap:  # rows got wider: keep the first cap (still a uniform sample)
             self.rows, self.labels, self.where = self.rows[:cap].copy(), self.labels[:cap].copy(), self.where[:cap].copy()
-        if self.rows.shape[1] < d:  # new features: widen, the old rows read 0 there
-            wider = np.zeros((self.rows.shape[0], d))
-            wider[:, :self.rows.shape[1]] = self.rows
-            self.rows = wider
+        self.widen(d)
         held = self.labels.shape[0]
         if held < cap:  # still filling: append (grow by doubling, up to cap)
             if held == self.rows.shape[0]:
                 grown = np.zeros((min(cap, max(8, 2 * held)), self.rows.shape[1]))
                 grown[:held] = self.rows[:held]
                 self.rows = grown
-            slot = held
-            self.labels = np.append(self.labels, self.labels.dtype.type(y))
-            self.where = np.append(self.where, np.asarray(where, dtype=np.int64).reshape(1, 2), axis=0)
+            self._append(y)
+            row = held
         else:
-            slot = self._draw(seen + 1)
-            if slot >= held:
+            row = self._draw(seen + 1)
+            if row >= held:
                 return
-            self.labels[slot] = y
-            self.where[slot] = where
-        self.rows[slot, :d] = x
-        self.rows[slot, d:] = 0.0
+            self.labels[row] = y
+        if slot >= 0:
+            self.where[row, 0] = slot
+            self.where[row, 1] = stamps[slot]
+        else:
+            self.where[row] = -1
+        self.rows[row, :d] = x
+        self.rows[row, d:] = 0.0
+
+    def _append(self, y) -> None:
+        """One more held label (and row hint): ``labels``/``where`` are views of the first ``held``
+        entries of arrays allocated with the rows' capacity, so that appending costs no copy."""
+        held = self.labels.shape[0]
+        lab, where = self._labels_all, self._where_all
+        if lab is None or self.labels.base is not lab or self.where.base is not where or lab.shape[0] <= held:
+            size = max(self.rows.shape[0], held + 1)
+            lab = np.zeros(size, dtype=self.labels.dtype)
+            lab[:held] = self.labels
+            where = np.full((size, 2), -1, dtype=np.int64)
+            where[:held] = self.where
+            self._labels_all, self._where_all = lab, where
+        lab[held] = y
+        self.labels, self.where = lab[:held + 1], where[:held + 1]
+
+    def widen(self, n_features: int) -> None:
+        """Rows of at least ``n_features`` columns (new features: the old rows read 0 there)."""
+        if self.rows.shape[1] < n_features:
+            wider = np.zeros((self.rows.shape[0], n_features))
+            wider[:, :self.rows.shape[1]] = self.rows
+            self.rows = wider
 
     def sample(self, n_features: int) -> tuple[np.ndarray, int | float, int]:
         """A held example drawn uniformly: ``(row of n_features values, label, its index j)``."""
@@ -152,6 +174,30 @@ class ReplayMemory:
         if row.shape[0] < n_features:
             row = np.concatenate([row, np.zeros(n_features - row.shape[0])])
         return row[:n_features], self.labels[j].item(), j
+
+    def draw(self, k: int) -> np.ndarray:
+        """The indices of ``k`` held examples drawn uniformly (those :meth:`sample` would draw ``k``
+        times), for a learner that takes its replay steps in one compiled call."""
+        size = self.size
+        state = int(self.counters[1])
+        out = np.empty(k, dtype=np.int64)
+        for t in range(k):  # _draw's steps, with the generator state kept in a Python int meanwhile
+            state, value = _splitmix64(state)
+            out[t] = value % size
+        self.counters[1] = state
+        return out
+
+    def held(self, n_features: int):
+        """``(rows, labels, where)`` of the held examples, ``rows`` C-contiguous with exactly
+        ``n_features`` columns (widened first if new features arrived since the last :meth:`add`)
+        and ``where`` flattened to ``[slot, stamp, slot, stamp, ...]``; all views of the memory's
+        own arrays, so that a compiled replay updates the row hints in place."""
+        self.widen(n_features)
+        size = self.size
+        rows = self.rows[:size]
+        if rows.shape[1] != n_features:  # wider than the features (a crafted state): a copy
+            rows = np.ascontiguousarray(rows[:, :n_features])
+        return rows, self.labels[:size], self.where[:size].reshape(-1)
 
     def check(self, need, n_features: int, label_ok) -> None:
         """``need`` every rule a consistent memory keeps (for a restored state)."""

@@ -181,6 +181,28 @@ class ObscureEngine(BufferEngine):
                 mode = _co.SCORES_GIVEN
         return self._step(x, y, mode, merge)
 
+    def replay_steps(self, steps: int) -> None:
+        """``steps`` replay steps on examples drawn from the reservoir, in one compiled call.
+
+        The draws do not depend on the steps, so they are made first; each step then adds to
+        the row already holding its example where it can and updates the reservoir's row hint
+        (``merge``), as :meth:`learn` one step at a time would.  A buffer large enough for the
+        parallel kernel pass takes the steps one by one through :meth:`learn` (where a call's
+        cost is nothing beside its pass over the buffer).
+        """
+        mem = self.replay
+        order = mem.draw(steps)
+        rows, labels, where = mem.held(self.n_features)
+        n = self.n_support
+        if n + steps >= _config.PARALLEL_MIN_ROWS:
+            for j in order:
+                _, _, updated, slot = self.learn(rows[j], labels[j], where[2 * j:2 * j + 2])
+                if updated:  # stored anew, or added to its row: the row to add to next time
+                    where[2 * j], where[2 * j + 1] = slot, self.buf.tstamp[slot]
+            return
+        self.buf.ensure_rows(n + steps)
+        self._run(order, rows, labels, _NO_KT, _NO_SV, _co.REPLAY, where)
+
     def _run(self, order, X, Yi, Kt, sv_index, mode, merge=NO_MERGE):
         """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
         b = self.buf
@@ -477,11 +499,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     out = engine.learn(x, yi)
     mem = engine.replay
     if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0 and mem.size and engine.buf.has_room(engine.n_support):
-        for _ in range(mem.steps):
-            row, label, j = mem.sample(engine.n_features)
-            _, _, updated, slot = engine.learn(row, label, mem.where[j])
-            if updated:  # stored anew, or added to its row: the row to add to next time
-                mem.where[j] = (slot, engine.buf.tstamp[slot])
+        engine.replay_steps(mem.steps)
     mem.add(x, yi, out[3], engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
         return out

@@ -166,7 +166,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         if not labels:
             return None
         s = self._scores(x)
-        return labels[int(np.argmax(s[: len(labels)]))]
+        return labels[int(s[: len(labels)].argmax())]  # the method: np.argmax's wrapper costs a microsecond
 
     # -- batch prediction (BLAS path) ---------------------------------------------------
 

@@ -99,7 +99,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
         if not len(self._labels):
             return None
         s = self._engine.scores_one(self._row(x, grow=False))
-        return self._labels.labels[int(np.argmax(s[: len(self._labels)]))]
+        return self._labels.labels[int(s[: len(self._labels)].argmax())]
 
     def _scores_many(self, X) -> np.ndarray:
         return self._engine.scores_many(self._features.frame(X, width=self._engine.n_features))[:, : len(self._labels)]
