@@ -501,13 +501,14 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
     for c in range(n_out):
         u[c] = -dl[c]
         usq += u[c] * u[c]
-    updated = usq > 0.0 and eta > 0.0
+    merged = holds(merge[0], merge[1], u, n, tstamp, beta)
+    # merge[2] != 0: a replayed step that may only adjust the row holding x, never store a row
+    updated = usq > 0.0 and eta > 0.0 and (merged or merge.shape[0] < 3 or merge[2] == 0)
     slot = -1
     if updated:
         istate[I_UPDATES] += 1
         budget = int(hyper[H_BUDGET])
         slot = n
-        merged = holds(merge[0], merge[1], u, n, tstamp, beta)
         if merged:
             slot = merge[0]
         elif budget > 0 and n >= budget:
