@@ -448,7 +448,8 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
     ``merge`` (int64 ``[slot, stamp]``, or ``[-1, -1]``): where ``x`` is stored already (a
     replayed example).  If that row still holds it with this update's class vector ``u`` (the
     multiclass hinge's ``e_y - e_yhat``; never for a regression residual), the update is added
-    to it instead of storing ``x`` again.  ``slot``: the row stored or added to (-1: no update).
+    to it instead of storing ``x`` again; a third entry 1 makes the hint binding (a replayed
+    step under a budget: no match, no update).  ``slot``: the row stored or added to (-1: no update).
 
     ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
     regression target.  The model is ``buf`` (:class:`ProxRows`), ``spec``

@@ -176,7 +176,8 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     against the buffer is gathered from the precomputed matrices ``Kt[j, i, s]`` (``sv_index[s]``
     is the training index of stored row ``s``, kept up to date here) instead of being
     recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  ``merge`` (int64 ``[slot,
-    stamp]``, or ``[-1, -1]``): where the last example is already stored, see :func:`obscure_step`;
+    stamp]``, or ``[-1, -1]``, or ``[slot, stamp, 1]``: the same hint made binding, see
+    :func:`obscure_step`'s ``merge_only``): where the last example is already stored;
     with :data:`FROM_MATRIX`, either that or ``2 len(X)`` entries, ``[slot, stamp]`` of the row
     last stored for each row of ``X`` (kept up to date here), so that an example updated again
     with the same class pair adds to its row instead of storing a copy: the same predictor,
@@ -247,6 +248,8 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
     nowhere).  If that row still holds it (same time stamp) with the class pair of this update,
     the update adds to its coefficient instead of storing ``x`` again: the same ``theta`` in
     one row fewer.  The check makes any value safe: a stale or wrong hint only stores a row.
+    ``merge_only``: the hint is binding (a replayed step under a budget, LaSVM's "reprocess"):
+    without a match the step makes no update, so it never stores or evicts a row.
 
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
