@@ -63,10 +63,7 @@ _COMMON_DOC = """
     replay : int >= 0 or 'auto', default 'auto' (classifier), 0 (regressor)
         After a step with a positive loss, this many extra steps on past examples drawn
         from a reservoir of ``replay_window`` of them (0: off); in ``partial_fit`` and in
-        ``fit``'s epochs alike.  'auto': 5 (0 with a budget and ``eviction='oldest'``, and for
-        the regressor with any budget).  A classifier
-        with a budget replays stored examples instead, each step adding to its own row or to
-        nothing (no reservoir beside the buffer, no row spent on a repeat).  The regressor's
+        ``fit``'s epochs alike.  'auto': 5 without a budget, 0 with one.  The regressor's
         default is off: it helped on some regression streams and hurt badly on others
         (README, "Defaults and their reasons").
     replay_window : int >= 1, default 1000

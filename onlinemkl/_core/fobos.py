@@ -448,8 +448,7 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
     ``merge`` (int64 ``[slot, stamp]``, or ``[-1, -1]``): where ``x`` is stored already (a
     replayed example).  If that row still holds it with this update's class vector ``u`` (the
     multiclass hinge's ``e_y - e_yhat``; never for a regression residual), the update is added
-    to it instead of storing ``x`` again; a third entry 1 makes the hint binding (a replayed
-    step under a budget: no match, no update).  ``slot``: the row stored or added to (-1: no update).
+    to it instead of storing ``x`` again.  ``slot``: the row stored or added to (-1: no update).
 
     ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
     regression target.  The model is ``buf`` (:class:`ProxRows`), ``spec``
@@ -502,14 +501,13 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
     for c in range(n_out):
         u[c] = -dl[c]
         usq += u[c] * u[c]
-    merged = holds(merge[0], merge[1], u, n, tstamp, beta)
-    # merge[2] != 0: a replayed step that may only adjust the row holding x, never store a row
-    updated = usq > 0.0 and eta > 0.0 and (merged or merge.shape[0] < 3 or merge[2] == 0)
+    updated = usq > 0.0 and eta > 0.0
     slot = -1
     if updated:
         istate[I_UPDATES] += 1
         budget = int(hyper[H_BUDGET])
         slot = n
+        merged = holds(merge[0], merge[1], u, n, tstamp, beta)
         if merged:
             slot = merge[0]
         elif budget > 0 and n >= budget:

@@ -64,7 +64,8 @@ LEARNERS = {
                                          "a full buffer drops, its contribution first projected onto a stored row"),
             "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
             "replay": ("auto", "after a margin error, this many extra steps on past examples (0: off; "
-                               "auto: 5; with a budget, on stored examples, adding to their rows only)"),
+                               "auto: 5, or 0 with a budget and eviction oldest; with a budget, on stored "
+                               "examples, adding to their rows only)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
             **_FEATURE_CAP, **_FEATURE_HASHING,
         },
@@ -88,8 +89,8 @@ _PROXIMAL_COMMON = {
     "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
     "eviction": ("least_impact", "'least_impact' or 'oldest' (a sliding window, for drifting streams): what a full "
                                  "buffer drops"),
-    "replay": (None, "after a positive loss, this many extra steps on past examples (0: off; auto: 5; a "
-                     "classifier with a budget replays stored examples, adding to their rows only)"),
+    "replay": (None, "after a positive loss, this many extra steps on past examples (0: off; auto: 5 without "
+                     "a budget, 0 with one)"),
     "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
 }
 

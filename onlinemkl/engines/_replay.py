@@ -39,15 +39,15 @@ _MASK = (1 << 64) - 1
 NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
-def check_replay(replay, replay_window, budget=None, stored_labels=True, eviction="least_impact") -> int:
+def check_replay(replay, replay_window, budget=None, buffer_replay=True, eviction="least_impact") -> int:
     """Validate ``replay`` ('auto' or an int >= 0) and ``replay_window`` (an int >= 1); the steps.
 
     ``'auto'``: :data:`DEFAULT_STEPS`.  With a budget the replayed steps only adjust stored
     rows (:class:`ReplayMemory`'s ``from_buffer``): a small buffer is better spent on distinct
     examples than on the repeats a reservoir's replay would store.  'auto' is 0 under a budget
-    when the stored rows do not keep their labels (``stored_labels=False``: a regression
-    target), and with ``eviction='oldest'``: a sliding window drops the rows replay has made
-    heavy (``benchmarks/results/defaults_budget.md``).
+    for a learner that does not replay its stored rows (``buffer_replay=False``: proximal MKL,
+    whose budgeted models then merged badly, see ``benchmarks/results/defaults_budget.md``),
+    and with ``eviction='oldest'``: a sliding window drops the rows replay has made heavy.
     """
     from .._validation import check_number
 
@@ -56,7 +56,7 @@ def check_replay(replay, replay_window, budget=None, stored_labels=True, evictio
                      hint=" (extra steps after a margin error; 0 turns replay off; or 'auto')")
     check_number("replay_window", replay_window, low=1, integer=True, hint=" (past examples kept for replay)")
     if replay == "auto":
-        return DEFAULT_STEPS if budget is None or (stored_labels and eviction != "oldest") else 0
+        return DEFAULT_STEPS if budget is None or (buffer_replay and eviction != "oldest") else 0
     return int(replay)
 
 

@@ -128,7 +128,7 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
 def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
     """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
     st = settings(p, regression, loss_at_zero)
-    steps = check_replay(p.replay, p.replay_window, p.budget, stored_labels=not regression, eviction=p.eviction)
+    steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False)
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
@@ -269,10 +269,7 @@ class ProximalEngine(GroupNormEngine):
                  replay=0, replay_window=1000, seed=0):
         self._remember_init(locals())
         self.regression = loss_code in REGRESSION_LOSSES.values()
-        # under a budget a classifier replays its stored rows (their labels are in beta); a
-        # regressor's rows do not keep their targets, so it keeps the reservoir
-        self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression,
-                                   from_buffer=budget is not None and not self.regression)
+        self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression)
         self.average = bool(average)
         self.ck = CompiledKernels(kernels)
         self.explicit_groups = tuple(explicit_groups)
@@ -348,45 +345,27 @@ class ProximalEngine(GroupNormEngine):
         return self._step(x, int(label), 0.0)
 
     def stream_learn(self, x, label):
-        """:meth:`learn`, then replay (:mod:`onlinemkl.engines._replay`) after a positive loss.
+        """:meth:`learn`, then replay (:mod:`onlinemkl.engines._replay`) after a positive loss,
+        while the buffer is below its budget (a full buffer would spend its rows on repeats).
 
-        Without a budget, on examples from the reservoir while the buffer has room (a buffer
-        full at a regressor's budget would spend its rows on repeats).  Replayed regression
-        targets are standardised with the current running statistics without updating them (a
-        replay is not a new target).  A replayed class update goes to the row already holding
-        the example when it can (the ``merge`` hint of :func:`~onlinemkl._core.fobos.fobos_learn`).
-        A classifier with a budget replays its stored rows instead, each step adding to its own
-        row or to nothing (:meth:`_replay_stored`)."""
+        Replayed regression targets are standardised with the current running statistics
+        without updating them (a replay is not a new target).  A replayed class update goes to
+        the row already holding the example when it can (the ``merge`` hint of
+        :func:`~onlinemkl._core.fobos.fobos_learn`)."""
         out = self.learn(x, label)
         mem = self.replay
-        if mem.steps > 0 and out[0] > 0.0:
-            if mem.from_buffer:
-                self._replay_stored(mem)
-            elif mem.size and self.buf.has_room(self.n_support):
-                for _ in range(mem.steps):
-                    row, y, j = mem.sample(self.n_features)
-                    if self.regression:
-                        mean, std = self.target_scale()
-                        self._step(row, 0, (y - mean) / std)
-                        continue
-                    _, _, updated, slot = self._step(row, int(y), 0.0, mem.where[j])
-                    if updated:  # stored anew, or added to its row: the row to add to next time
-                        mem.where[j] = (slot, self.buf.tstamp[slot])
+        if mem.steps > 0 and mem.size and out[0] > 0.0 and self.buf.has_room(self.n_support):
+            for _ in range(mem.steps):
+                row, y, j = mem.sample(self.n_features)
+                if self.regression:
+                    mean, std = self.target_scale()
+                    self._step(row, 0, (y - mean) / std)
+                    continue
+                _, _, updated, slot = self._step(row, int(y), 0.0, mem.where[j])
+                if updated:  # stored anew, or added to its row: the row to add to next time
+                    mem.where[j] = (slot, self.buf.tstamp[slot])
         mem.add(x, label, out[3], self.buf.tstamp)
         return out
-
-    def _replay_stored(self, mem):
-        """``mem.steps`` steps on stored rows drawn uniformly, each binding to its own row (added
-        to when the step's class vector is the row's, else no update; never a new row).  A row's
-        label is its class vector's: the sign of its one entry (binary losses), else its largest
-        entry (``e_y - e_rival`` for the multiclass hinge, ``e_y - softmax`` for the logistic)."""
-        binary = self.hyper[_cf.H_LOSS] in (_cl.HINGE, _cl.LOGISTIC)
-        hint = np.ones(3, dtype=np.int64)
-        for s in mem.stored_rows(self.n_support):
-            beta = self.beta[s]
-            y = (1 if beta[0] > 0.0 else -1) if binary else int(np.argmax(beta))
-            hint[0], hint[1] = s, self.buf.tstamp[s]
-            self._step(self.buf.S[s, :self.n_features].copy(), y, 0.0, hint)
 
     def _step(self, x, y_cls, y_val, merge=NO_MERGE):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:
