@@ -6,13 +6,14 @@ coefficients multiplied by its model's weight (the lazy scales folded in first),
 hold the same example with the same class structure in several models added into one (after
 a synchronisation every worker holds the same rows: without this the buffer would grow ``k``
 times per round).  If the union holds more rows than the budget, it is compressed back to it
-by the learner's own eviction, row after row: OBSCURE's ``choose_evictee`` picks a row, which is
-removed; the proximal learners evict as their step does at a full budget
-(:func:`onlinemkl._core.fobos.compress_rows`): the chosen row's contribution is first
-projected, per kernel group, onto the stored row with a parallel class vector that keeps most
-of it (its share of the averaged model moving along), and only the residual leaves.  Plain
-removal made merged proximal models collapse (every stored row also acts as a per-class
-offset that cancels only in aggregate).
+by the learner's own eviction, row after row, as its step does at a full budget: OBSCURE's
+``choose_evictee`` picks a row whose contribution is first projected onto the stored row with
+the same class pair and sign that keeps most of it (one coefficient, in the kernels' weighted
+sum, ``onlinemkl._core.buffer.project_onto``); the proximal learners
+(:func:`onlinemkl._core.fobos.compress_rows`) project it per kernel group onto the stored row
+with a parallel class vector (its share of the averaged model moving along).  Only the
+residual leaves.  Plain removal made merged models collapse (every stored row also acts as a
+per-class offset that cancels only in aggregate).
 More than two budgeted models merge in pairs, level after level (:func:`_merge_tree`), so the
 kernel matrix of a merge stays near ``(2 budget)^2`` entries per kernel whatever their number.
 
