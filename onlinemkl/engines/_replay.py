@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["ReplayMemory", "check_replay", "replay_seed", "NO_MERGE", "DEFAULT_STEPS", "DEFAULT_WINDOW", "MAX_VALUES"]
 
-#: Extra steps after a margin error (``replay='auto'`` without a budget) and rows kept
+#: Extra steps after a margin error (``replay='auto'``) and rows kept
 #: (``replay_window=``).
 DEFAULT_STEPS = 5
 DEFAULT_WINDOW = 1000
@@ -34,16 +34,20 @@ MAX_VALUES = 1 << 20
 _MASK = (1 << 64) - 1
 
 #: The ``merge`` hint of a step whose example no support row holds (``[slot, time stamp]``;
-#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_learn``).
+#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_learn``).  A third entry 1 makes
+#: it binding: the step adds to that row or does not update at all (replay under a budget).
 NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
-def check_replay(replay, replay_window, budget=None) -> int:
+def check_replay(replay, replay_window, budget=None, buffer_replay=True, eviction="least_impact") -> int:
     """Validate ``replay`` ('auto' or an int >= 0) and ``replay_window`` (an int >= 1); the steps.
 
-    ``'auto'``: :data:`DEFAULT_STEPS` without a budget, 0 with one.  A budget is there to bound
-    memory, and a small buffer is better spent on distinct examples than on the repeats replay
-    stores (proximal MKL on digits, budget 200: held-out 0.83 with replay, 0.91 without).
+    ``'auto'``: :data:`DEFAULT_STEPS`.  With a budget the replayed steps only adjust stored
+    rows (:class:`ReplayMemory`'s ``from_buffer``): a small buffer is better spent on distinct
+    examples than on the repeats a reservoir's replay would store.  'auto' is 0 under a budget
+    for a learner that does not replay its stored rows (``buffer_replay=False``: proximal MKL,
+    whose budgeted models then merged badly, see ``benchmarks/results/defaults_budget.md``),
+    and with ``eviction='oldest'``: a sliding window drops the rows replay has made heavy.
     """
     from .._validation import check_number
 
@@ -52,7 +56,7 @@ def check_replay(replay, replay_window, budget=None) -> int:
                      hint=" (extra steps after a margin error; 0 turns replay off; or 'auto')")
     check_number("replay_window", replay_window, low=1, integer=True, hint=" (past examples kept for replay)")
     if replay == "auto":
-        return DEFAULT_STEPS if budget is None else 0
+        return DEFAULT_STEPS if budget is None or (buffer_replay and eviction != "oldest") else 0
     return int(replay)
 
 
@@ -79,13 +83,21 @@ class ReplayMemory:
     ``[slot, time stamp]`` of the support row holding example ``j`` (``[-1, -1]``: none), a
     hint the learner checks before it adds a replayed update to that row instead of storing
     the example again (OBSCURE; see ``_core.obscure.obscure_step``).
+
+    ``from_buffer`` (a learner with a budget): no reservoir; the replayed examples are the
+    learner's stored rows (:meth:`stored_rows`), and a replayed step may only add to the row it
+    came from, never store or evict one (LaSVM's "reprocess" step, Bordes et al. 2005).  A
+    budget bounds the model's memory, so replay holds nothing beside it; and a replayed step
+    that evicted a row would trade a distinct example for a repeat.
     """
 
     #: The arrays of the state, as dotted paths from the owning engine.
     STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters", "replay.where")
 
-    def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False):
+    def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False,
+                 from_buffer: bool = False):
         self.steps, self.window = int(steps), int(window)
+        self.from_buffer = bool(from_buffer)
         self.rows = np.zeros((0, 0))
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
         self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
@@ -112,12 +124,16 @@ class ReplayMemory:
         self.counters[1] = state
         return value % n
 
+    def stored_rows(self, n_support: int):
+        """``steps`` uniform draws of a stored row among the first ``n_support`` (``from_buffer``)."""
+        return [self._draw(n_support) for _ in range(self.steps)] if n_support else []
+
     def add(self, x: np.ndarray, y, slot: int = -1, stamps=None) -> None:
         """Offer one example (reservoir sampling: every example so far is held with equal chance);
         ``slot``: the support row holding it (-1: none), ``stamps`` the buffer's time stamps."""
         seen = self.seen
         self.counters[0] = seen + 1
-        if self.steps <= 0:
+        if self.steps <= 0 or self.from_buffer:
             return
         d = x.shape[0]
         cap = self.capacity(max(d, self.rows.shape[1]))

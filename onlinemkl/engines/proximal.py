@@ -134,7 +134,7 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
 def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
     """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
     st = settings(p, regression, loss_at_zero)
-    steps = check_replay(p.replay, p.replay_window, p.budget)
+    steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False)
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
