@@ -70,7 +70,8 @@ def _river_obscure():
 def _river_proximal():
     from .river import ProximalMKLClassifier
 
-    _stream(ProximalMKLClassifier(budget=N_EXAMPLES // 2), _arrays()[1], proba=True)
+    # replay=2 (with a budget 'auto' is 0): replay's steps are a compiled entry point of their own
+    _stream(ProximalMKLClassifier(budget=N_EXAMPLES // 2, replay=2), _arrays()[1], proba=True)
 
 
 def _river_proximal_regressor():

@@ -43,6 +43,8 @@ import types
 import numba
 from numba.core.dispatcher import Dispatcher
 
+from . import _config
+
 __all__ = ["lazy_module", "blocking", "wait", "enabled", "stats", "LOAD_WAIT_S", "PYTHON_MAX_ELEMENTS"]
 
 log = logging.getLogger("onlinemkl")
@@ -97,11 +99,13 @@ def _finish_at_exit():
 
     Otherwise a script shorter than the compilation would never leave compiled code behind,
     and every run would start as Python again.  Ctrl-C skips the wait (the cache then stays
-    empty for the entry points still compiling).
+    empty for the entry points still compiling), and so does a process without a cache
+    (``_config.CACHE`` false: a read-only install, ``ONLINEMKL_NO_CACHE``), whose compiled code
+    would be thrown away: it exits as soon as its own work is done.
     """
     running = [j for j in _jobs if not j.done.is_set()]
-    if not running:
-        return
+    if not running or not _config.CACHE:
+        return  # without an on-disk cache the compiled code would be thrown away: exit now
     for job in running:
         job.announce(at_exit=True)
     try:

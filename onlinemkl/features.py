@@ -177,23 +177,43 @@ class FeatureMap:
         per-example path); with ``grow`` unseen names get columns, after every value is checked."""
         if grow and self.ordered != "arrival":
             raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
-        items = self._items(x)
         if self.hashing is not None:
             width = self.hashing
             out = np.zeros(width)
-            for k, v in items:
+            for k, v in self._items(x):
                 out[hashed_column(k, width)] += v  # colliding names add up (as scikit-learn's FeatureHasher)
             return out
+        # One pass that checks each value (as _items) and writes the known names' columns; the
+        # new names wait until every value has passed, then get their columns.
         cols = self.columns
-        if grow:
-            new = [k for k, _ in items if k not in cols]
-            if new:
-                self.add(new)
         out = np.zeros(len(self.names))
-        for k, v in items:
+        new = None
+        lim = MAX_ABS_VALUE
+        for k, v in x.items():
+            t = type(v)
+            if t is float:
+                if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
+                    check_feature_value(k, v)
+            elif t is int:
+                if not -lim <= v <= lim:
+                    check_feature_value(k, v)
+                v = float(v)
+            else:
+                v = check_feature_value(k, v)
             c = cols.get(k)
             if c is not None:
                 out[c] = v
+            elif grow:
+                if new is None:
+                    new = []
+                new.append((k, v))
+        if new:
+            self.add([k for k, _ in new])  # ValueError past max_features: the map unchanged
+            wider = np.zeros(len(self.names))
+            wider[:out.shape[0]] = out
+            for k, v in new:
+                wider[cols[k]] = v
+            out = wider
         return out
 
     def add(self, names):

@@ -19,6 +19,7 @@ array([[1.    , 0.6065],
 
 Bandwidths can be given in absolute terms (``gamma``, ``h``) or relative to the
 number of features of the group (``gamma=None`` uses ``gamma_scale / d``;
+``Polynomial(scale=None)`` uses ``scale_scale / d``;
 ``BSpline(h=None)`` uses ``h_scale * sqrt(2 d)``, the typical distance of two
 standardised points).  Relative values are resolved once, when the kernel's
 group first has features, and then frozen: features that join the group later
@@ -45,6 +46,7 @@ __all__ = [
     "BSpline",
     "default_kernels",
     "default_regression_kernels",
+    "default_stream_regression_kernels",
     "kernel_matrix",
     "mean_distance",
     "distance_kernel",
@@ -125,13 +127,21 @@ class Linear(Kernel):
 class Polynomial(Kernel):
     """Polynomial kernel ``(scale * x.z + offset) ** degree``.
 
+    ``scale=None`` means ``scale_scale / d`` for a group of ``d`` features (as RBF's
+    ``gamma_scale``): on standardised inputs ``x.x ~ d``, so ``scale_scale / d`` keeps
+    ``K(x, x) ~ (scale_scale + offset) ** degree`` whatever the width, where ``scale=1``
+    grows like ``d ** degree`` (and takes over a sum of kernels on wide inputs).
+
     >>> Polynomial(degree=3)
-    Polynomial(group=None, normalize=False, degree=3, offset=1.0, scale=1.0)
+    Polynomial(group=None, normalize=False, degree=3, offset=1.0, scale=1.0, scale_scale=1.0)
+    >>> Polynomial(scale=None, scale_scale=2.0).resolved_params(10)
+    (2.0, 1.0, 0.2)
     """
 
     degree: int = 2
     offset: float = 1.0
-    scale: float = 1.0
+    scale: float | None = 1.0
+    scale_scale: float = 1.0
 
     code = _ck.POLYNOMIAL
 
@@ -141,13 +151,14 @@ class Polynomial(Kernel):
             raise ValueError(f"degree={self.degree!r}: must be an integer between 1 and 32")
         if not (isinstance(self.offset, (int, float)) and math.isfinite(self.offset) and self.offset >= 0):
             raise ValueError(f"offset={self.offset!r}: must be a finite number >= 0 (a negative offset is not a kernel)")
-        _positive("scale", self.scale)
         object.__setattr__(self, "degree", int(self.degree))
         object.__setattr__(self, "offset", float(self.offset))
-        object.__setattr__(self, "scale", float(self.scale))
+        object.__setattr__(self, "scale", _positive("scale", self.scale, allow_none=True))
+        object.__setattr__(self, "scale_scale", _positive("scale_scale", self.scale_scale))
 
     def resolved_params(self, n_features):
-        return (float(self.degree), self.offset, self.scale)
+        s = self.scale if self.scale is not None else self.scale_scale / max(n_features, 1)
+        return (float(self.degree), self.offset, s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,11 +248,12 @@ def default_kernels() -> tuple[Kernel, ...]:
 
 
 def default_regression_kernels() -> tuple[Kernel, ...]:
-    """The kernel set regressors use with ``kernels=None``.
+    """The kernel set the scikit-learn regressor uses with ``kernels=None``.
 
     An unnormalised linear kernel (a normalised one would forget the inputs'
     magnitude, which a regression target usually depends on), two wide
     Gaussians and a normalised quadratic kernel; for standardised inputs.
+    The river regressor uses :func:`default_stream_regression_kernels`.
 
     >>> [type(k).__name__ for k in default_regression_kernels()]
     ['Linear', 'RBF', 'RBF', 'Polynomial']
@@ -251,6 +263,31 @@ def default_regression_kernels() -> tuple[Kernel, ...]:
         RBF(gamma_scale=0.1),
         RBF(gamma_scale=1.0),
         Polynomial(degree=2, normalize=True),
+    )
+
+
+def default_stream_regression_kernels() -> tuple[Kernel, ...]:
+    """The kernel set the river regressor (one pass over a stream) uses with ``kernels=None``.
+
+    :func:`default_regression_kernels` with its quadratic kernel unnormalised and scaled by
+    ``2 / d``: ``(1 + 2 x.z / d) ** 2``.  Why: one regression step moves each kernel's part
+    of the prediction in proportion to its ``K(x, x)`` (the kernels share one step size,
+    capped at ``1 / sum_k K_k(x, x)``), so a kernel's ``K(x, x)`` is its share of every step.
+    The normalised quadratic kernel has ``K(x, x) = 1`` against the linear kernel's ``~d``
+    and learns pairwise interactions (a target such as river's Planes2D, linear in products
+    ``x_1 x_j``) only slowly in one pass; dividing by ``1 + x.x`` also bends it away from a
+    quadratic where ``x.x`` varies.  ``scale = 2 / d`` gives it ``K(x, x) ~ 9`` at any width
+    (``scale = 1``: ``~d ** 2``, which takes over the linear kernel's steps on wide, mostly
+    linear streams).  Evidence: ``benchmarks/results/defaults_regression.md``.
+
+    >>> default_stream_regression_kernels()[-1].resolved_params(10)
+    (2.0, 1.0, 0.2)
+    """
+    return (
+        Linear(),
+        RBF(gamma_scale=0.1),
+        RBF(gamma_scale=1.0),
+        Polynomial(degree=2, scale=None, scale_scale=2.0),
     )
 
 

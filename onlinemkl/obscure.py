@@ -68,15 +68,20 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         Stage 2 with ``s_t = 0``: the paper's Pegasos-MKL baseline.
     budget : int or None, default None
         Maximum stored examples (None: unbounded; memory grows with the number of updates).
-    eviction : {'oldest', 'least_impact'}, default 'oldest'
-        Which stored example a full buffer drops: the oldest (sliding window),
-        or the one whose removal changes the predictor least.
+    eviction : {'least_impact', 'oldest'}, default 'least_impact'
+        Which stored example a full buffer drops: the one whose removal changes the
+        predictor least (the newest of those tied), or the oldest (a sliding window, for
+        drifting streams).  Either way its contribution is first projected onto the stored
+        example with the same class pair that keeps most of it (one coefficient for all
+        kernels, fitted in the kernels' weighted sum); only the residual is lost.
     loss : {'auto', 'hinge', 'multiclass_hinge'}, default 'auto'
         'auto': binary hinge for two classes, Crammer-Singer hinge for more.
     replay : int >= 0 or 'auto', default 'auto'
         ``partial_fit``: after a margin error, this many extra steps on past examples drawn
         from a reservoir of ``replay_window`` of them (0: off; ``fit`` runs epochs instead);
-        'auto': 5 without a budget, 0 with one.
+        'auto': 5 (0 with a budget and ``eviction='oldest'``).  With a budget, on stored
+        examples instead, each step adding to its own stored row or to nothing (no reservoir
+        beside the buffer, no row spent on a repeat).
     replay_window : int >= 1, default 1000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     random_state : int or None, default None
@@ -109,7 +114,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     """
 
     def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs=5,
-                 switch_after="auto", pegasos=False, budget=None, eviction="oldest", loss="auto",
+                 switch_after="auto", pegasos=False, budget=None, eviction="least_impact", loss="auto",
                  replay="auto", replay_window=DEFAULT_WINDOW, random_state=None):
         store_params(self, locals())
 
@@ -121,7 +126,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
         check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True)
         check_choice("loss", self.loss, ("auto", "hinge", "multiclass_hinge"))
-        check_replay(self.replay, self.replay_window, self.budget)
+        check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
         return kernels, p
 
     def _new_engine(self, classes, lam=None):
@@ -131,8 +136,9 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         binary = self.loss == "hinge" or (self.loss == "auto" and len(classes) == 2)
         if self.loss == "hinge" and len(classes) != 2:
             raise ValueError(f"loss='hinge' is binary but there are {len(classes)} classes; use loss='multiclass_hinge'")
+        steps = check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
         eng = ObscureEngine(kernels, p, self.eta, lam, self.budget, self.eviction, bool(self.pegasos), binary,
-                            C=self.C, replay=check_replay(self.replay, self.replay_window, self.budget),
+                            C=self.C, replay=steps,
                             replay_window=self.replay_window,
                             seed=replay_seed(self.random_state))
         eng.set_n_classes(len(classes))

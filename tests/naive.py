@@ -35,7 +35,8 @@ def group_columns(kernel, n_features):
 def raw_kernel(kernel, A, B, n_group):
     """Unnormalised kernel matrix between rows of ``A`` and ``B`` (already restricted to the group)."""
     if isinstance(kernel, Polynomial):
-        return (kernel.scale * (A @ B.T) + kernel.offset) ** kernel.degree
+        scale = kernel.scale if kernel.scale is not None else kernel.scale_scale / n_group
+        return (scale * (A @ B.T) + kernel.offset) ** kernel.degree
     if isinstance(kernel, Linear):
         return A @ B.T
     diff = A[:, None, :] - B[None, :, :]
@@ -221,7 +222,29 @@ class NaiveObscure:
             mult = 1.0 if self.neg[s] is None else 2.0
             kss = np.array([self.gram[j, s, s] for j in range(self.F)])
             vals.append(np.sum(a ** 2 * self.c[s] ** 2 * mult * kss))
-        return int(np.argmin(vals))
+        best, best_val = 0, vals[0]
+        for s in range(1, len(vals)):  # ties within 1e-12 (relative) go to the newer row
+            if vals[s] < best_val * (1 - 1e-12) or (vals[s] <= best_val * (1 + 1e-12)
+                                                    and self.stamp[s] > self.stamp[best]):
+                best, best_val = s, min(best_val, vals[s])
+        return best
+
+    def _project(self, e, a):
+        """Before row ``e`` is overwritten: ``c_p += c_e sum_j a_j^2 K_j(e, p) / sum_j a_j^2 K_j(p, p)``
+        (the least-squares fit of ``c_e u_e`` by a multiple of ``u_p``) for the row ``p != e`` with the
+        same class pair and coefficient sign maximising ``(sum_j a_j^2 K_j(e, p))^2 / sum_j a_j^2
+        K_j(p, p)`` among those where ``sum_j a_j^2 K_j(e, p) > 0`` (never flipping a sign)."""
+        w = a ** 2
+        best, best_gain, best_delta = -1, 0.0, 0.0
+        for p in range(len(self.c)):
+            if p == e or self.pos[p] != self.pos[e] or self.neg[p] != self.neg[e] or self.c[p] * self.c[e] <= 0:
+                continue
+            num = float(w @ self.gram[:, e, p])
+            den = float(w @ self.gram[:, p, p])
+            if num > 0.0 and den > 0.0 and num * num / den > best_gain * (1 + 1e-12):  # near-ties: the first
+                best, best_gain, best_delta = p, num * num / den, self.c[e] * num / den
+        if best >= 0:
+            self.c[best] += best_delta
 
     # the algorithm
     def switch_to_stage2(self, R=None, lam=None):
@@ -290,6 +313,7 @@ class NaiveObscure:
             slot = len(self.c)
             if self.budget is not None and slot >= self.budget:
                 slot = self._evictee(a)
+                self._project(slot, a)
             # theta <- theta - step * z,  z = -sign (phi(x,pos) - phi(x,neg))
             self._put(slot, x, pos, neg, sign * step)
         if self.stage == 2:

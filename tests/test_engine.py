@@ -94,6 +94,24 @@ def test_set_state_refuses_a_wrong_dtype_and_leaves_no_half_state(name):
         type(engine)(**engine._init_args).set_state(params, bad)
 
 
+def test_feature_map_encode_grows_in_one_pass_like_values_then_row():
+    """``encode`` checks and writes each value in one pass and gives new names their columns after
+    every value passed: the row is the one ``row(values(x))`` makes after the names are added, in
+    any interleaving of known and new names and value types; a rejected example adds nothing."""
+    fm = FeatureMap(max_features=6)
+    fm.encode({"a": 1.0, "b": 2}, grow=True)
+    x = {"c": np.float32(0.5), "a": -3, "d": True, "b": 2.5}  # new, known, new (bool), known
+    got = fm.encode(x, grow=True)
+    assert fm.names == ["a", "b", "c", "d"]
+    assert got.tolist() == fm.row(FeatureMap.values(x)).tolist() == [-3.0, 2.5, 0.5, 1.0]
+    assert fm.encode({"z": 7.0, "b": 1.0}, grow=False).tolist() == [0.0, 1.0, 0.0, 0.0]  # unknown: dropped
+    with pytest.raises(ValueError, match="max_features=6"):
+        fm.encode({"e": 1.0, "a": 0.0, "f": 1.0, "g": 2.0}, grow=True)
+    with pytest.raises(TypeError, match="'h'"):
+        fm.encode({"e": 1.0, "h": "red"}, grow=True)
+    assert fm.names == ["a", "b", "c", "d"]  # the rejected examples added nothing
+
+
 def test_feature_map_orders_and_label_map_encodes():
     fm = FeatureMap()
     assert fm.encode({"b": 1, "a": 2.0}, grow=True).tolist() == [1.0, 2.0]

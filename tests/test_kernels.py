@@ -40,7 +40,8 @@ def _sk(kernel, A, B):
     a, b = A[:, cols], B[:, cols]
     dg = len(cols)
     if isinstance(kernel, Polynomial):
-        return pairwise.polynomial_kernel(a, b, degree=kernel.degree, gamma=kernel.scale, coef0=kernel.offset)
+        return pairwise.polynomial_kernel(a, b, degree=kernel.degree, gamma=kernel.resolved_params(dg)[2],
+                                          coef0=kernel.offset)
     if isinstance(kernel, Linear):
         return pairwise.linear_kernel(a, b)
     if isinstance(kernel, RBF):
@@ -65,6 +66,7 @@ BASE = [
     Polynomial(degree=3, offset=0.5),
     Polynomial(degree=2, offset=0.0, scale=0.3, group=G1),
     Polynomial(degree=1, offset=2.0),
+    Polynomial(degree=2, scale=None, scale_scale=2.0, group=G2),  # relative scale scale_scale / |group|
     RBF(gamma=0.2),
     RBF(group=G2),  # relative bandwidth gamma_scale / |group|
     RBF(gamma_scale=3.0, group=G1),
@@ -253,6 +255,8 @@ def test_relative_bandwidths_resolve_on_group_size():
     assert RBF(gamma_scale=2.0).resolved_params(8)[0] == 0.25
     assert Laplacian().resolved_params(4)[0] == 0.25
     assert BSpline(h_scale=2.0).resolved_params(8)[0] == pytest.approx(8.0)
+    assert Polynomial(scale=None, scale_scale=2.0).resolved_params(8) == (2.0, 1.0, 0.25)
+    assert Polynomial(scale=0.3, scale_scale=2.0).resolved_params(8)[2] == 0.3  # an absolute scale wins
     c = compiled([RBF(group=(0, 1)), RBF()], d=D)
     assert c.params[0, 0] == 0.5 and c.params[1, 0] == pytest.approx(1.0 / D)
 
@@ -406,6 +410,9 @@ def test_distance_kernel_rejects_bad_input():
     (lambda: Polynomial(offset=-1.0), "offset"),
     (lambda: Polynomial(offset=float("nan")), "offset"),
     (lambda: Polynomial(scale=0.0), "scale"),
+    (lambda: Polynomial(scale=-1.0), "scale"),
+    (lambda: Polynomial(scale=None, scale_scale=0.0), "scale_scale"),
+    (lambda: Polynomial(scale_scale=float("inf")), "scale_scale"),
     (lambda: BSpline(h=0.0), "h"),
     (lambda: BSpline(h=-2.0), "h"),
     (lambda: BSpline(h_scale=-1.0), "h_scale"),

@@ -123,6 +123,20 @@ def test_a_failed_background_compilation_raises_in_the_foreground(gated):
         lazy.broken(np.zeros(2))
 
 
+@pytest.mark.parametrize("cache", [True, False])
+def test_exit_waits_for_compilations_only_when_a_cache_keeps_them(gated, monkeypatch, cache):
+    """With a cache, the at-exit hook waits so that the compiled code reaches it; without one
+    (a read-only install, ONLINEMKL_NO_CACHE) the code would be thrown away: no wait."""
+    lazy, module, gate = gated
+    lazy.bump(np.zeros(2))  # a compilation is now held at the gate
+    monkeypatch.setattr(_lazy._config, "CACHE", cache)
+    opened = threading.Timer(1.0, gate.set)
+    opened.start()
+    _lazy._finish_at_exit()
+    assert bool(module.bump.overloads) is cache  # waited for the compiled code, or returned at once
+    opened.join()
+
+
 def test_the_python_copy_of_core_is_plain_python():
     obscure = _lazy._python_module("obscure")
     assert obscure.__name__ == f"{_lazy.PYTHON_PACKAGE}.obscure"

@@ -91,3 +91,16 @@ def test_evaluate_and_predict_compile_the_models_learner(capsys, tmp_path, fake_
     out, err = capsys.readouterr()
     assert re.search(r"^compile seconds\s*: 1000\.0 s", out, re.M)  # train, evaluate
     assert "onlinemkl predict: compile seconds: 1000.0 s" in err  # predict: stdout holds predictions
+
+
+def test_proximal_warmup_takes_replay_steps(monkeypatch):
+    """Proximal MKL's replayed steps are a compiled entry point of their own (``fobos_replay``):
+    the warmup's stream must take some, or a user's first replay would compile mid-stream."""
+    from onlinemkl.engines.proximal import ProximalEngine
+
+    calls = []
+    replay_steps = ProximalEngine.replay_steps
+    monkeypatch.setattr(ProximalEngine, "replay_steps", lambda self, steps: (calls.append(steps),
+                                                                             replay_steps(self, steps)))
+    _compile.WARMUPS["proximal"][1]()
+    assert calls

@@ -20,10 +20,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import njit
-from .kernels import effective_diag
+from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block
+from .scores import add_block_scores, dense_accumulation
+from .state import Query
 
 EVICT_OLDEST = 0
 EVICT_LEAST_IMPACT = 1
+
+#: Relative difference under which two rows' impacts count as tied (:func:`choose_evictee`).
+TIE = 1e-12
 
 
 @njit
@@ -61,7 +66,8 @@ def choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, weight_sq):
     ``EVICT_LEAST_IMPACT``: the example whose removal changes the predictor
     least, measured by ``||Delta w||^2 = sum_j weight_sq[j] coef_sj^2 ||u_s^j||^2``,
     its contribution to the group norms (``weight_sq[j]`` is the squared
-    factor between ``theta^j`` and ``w^j``, scale included).
+    factor between ``theta^j`` and ``w^j``, scale included); the newest of rows tied
+    within a relative :data:`TIE`.
     """
     best = 0
     if policy == EVICT_OLDEST:
@@ -80,8 +86,13 @@ def choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, weight_sq):
         for j in range(F):
             cij = coef[i, j * per_kernel]
             val += weight_sq[j] * cij * cij * mult * effective_diag(sdiag[i, j], params[j, 3])
-        if val < best_val:
-            best_val = val
+        # ties (within rounding) go to the newer row: in stage 1 every row has the same
+        # |coefficient|, and at equal impact the newest is the row the model has leaned on least
+        # (its contribution is projected onto a partner first); measured against the oldest in
+        # benchmarks/results/defaults_budget.md
+        if val < best_val * (1.0 - TIE) or (val <= best_val * (1.0 + TIE) and tstamp[i] > tstamp[best]):
+            if val < best_val:
+                best_val = val
             best = i
     return best
 
@@ -154,3 +165,84 @@ def evict(e, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params):
         g[j, cp] += v
         if cn >= 0:
             g[j, cn] -= v
+
+
+@njit
+def partner_scan(e, d, n, rows, spec, coef, ypos, yneg, wsq, ge, kep):
+    """One pass over the buffer for stored row ``e`` (about to be evicted; one shared coefficient).
+
+    Fills ``ge[j, c]``, the raw scores of ``x_e`` (what :func:`evict` needs), and returns the
+    projection partner: the stored ``p != e`` with the same class pair and coefficient sign (the
+    same label) whose row keeps the most of ``e``'s contribution to ``w``, i.e. the largest
+    ``(sum_j wsq_j K_j(x_e, x_p))^2 / sum_j wsq_j K_j(x_p, x_p)`` (the squared norm of the
+    projection of ``coef_e u_e`` onto ``u_p`` in the weighted sum of the kernels' spaces) among
+    those with ``sum_j wsq_j K_j(x_e, x_p) > 0``, so that the projection never flips a row's sign
+    (a binary row's label is its coefficient's sign); ``kep[j] = K_j(x_e, x_p)``.  ``d``: the
+    row's features in use.  Returns -1 when no row qualifies.
+    """
+    F = spec.codes.shape[0]
+    params, sdiag = spec.params, rows.sdiag
+    ge[:, :] = 0.0
+    qe = Query(rows.S[e, :d].copy(), rows.ssq[e, :].copy(), sdiag[e, :].copy())
+    work = block_work(spec.gptr.shape[0] - 1)
+    kv = np.empty((F, ROW_BLOCK))
+    ws = np.empty(ROW_BLOCK)
+    dense = dense_accumulation(coef, ge)
+    best = -1
+    best_gain = 0.0
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
+        add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, ge)
+        for t in range(m):
+            i = i0 + t
+            if i == e or ypos[i] != ypos[e] or yneg[i] != yneg[e] or coef[i, 0] * coef[e, 0] <= 0.0:
+                continue
+            num = 0.0
+            den = 0.0
+            for j in range(F):
+                num += wsq[j] * kv[j, t]
+                den += wsq[j] * effective_diag(sdiag[i, j], params[j, 3])
+            # a gain within rounding of the best (copies of one example: fit stores repeats under
+            # a budget) keeps the earlier row, whatever the rounding of the blocked kernel values
+            if num > 0.0 and den > 0.0 and num * num / den > best_gain * (1.0 + TIE):
+                best_gain = num * num / den
+                best = i
+                for j in range(F):
+                    kep[j] = kv[j, t]
+    return best
+
+
+@njit
+def project_onto(e, p, wsq, theta_sq, g, ge, gp, kep, kxp, ypos, yneg, coef, sdiag, params):
+    """Move the part of stored row ``e``'s contribution along partner ``p`` (same class pair) onto it.
+
+    Before :func:`evict` takes ``e`` out: ``coef_p += delta`` with ``delta = coef_e sum_j wsq_j
+    K_j(x_e, x_p) / sum_j wsq_j K_j(x_p, x_p)``, the least-squares fit of ``coef_e u_e`` by a
+    multiple of ``u_p`` in the weighted kernel spaces (``wsq_j``: the squared factor between
+    ``theta^j`` and ``w^j``), so that only the residual leaves the model: with one coefficient
+    shared by all kernels, one number fits them all.  Exact updates of the norms (``gp`` the raw
+    scores of ``x_p``, ``ge`` those of ``x_e``, before any change) and of the query's scores
+    ``g`` (``kxp[j, 0] = K_j(x, x_p)``); ``ge`` is brought up to date for :func:`evict`.
+    """
+    F = theta_sq.shape[0]
+    num = 0.0
+    den = 0.0
+    for j in range(F):
+        num += wsq[j] * kep[j]
+        den += wsq[j] * effective_diag(sdiag[p, j], params[j, 3])
+    delta = coef[e, 0] * num / den
+    cp = ypos[p]
+    cn = yneg[p]
+    r = np.empty(1)
+    r[0] = delta
+    update_norms_add(theta_sq, gp, cp, cn, r, sdiag[p], params)
+    for j in range(F):
+        v = delta * kxp[j, 0]
+        g[j, cp] += v
+        ve = delta * kep[j]
+        ge[j, cp] += ve
+        if cn >= 0:
+            g[j, cn] -= v
+            ge[j, cn] -= ve
+    coef[p, 0] += delta

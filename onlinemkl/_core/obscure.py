@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._config import njit, njit_inline
-from .buffer import choose_evictee, evict, fold_scales, store, update_norms_add
+from .buffer import choose_evictee, evict, fold_scales, partner_scan, project_onto, store, update_norms_add
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .scores import add_block_scores, dense_accumulation, kernel_scores
 from .state import KernelSpec, LabelledRows, Query, Rows
@@ -83,6 +83,7 @@ FUSED = 0
 SCORES_GIVEN = 2
 PREDICT = 3
 FROM_MATRIX = 4  # obscure_run only
+REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -176,11 +177,13 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     against the buffer is gathered from the precomputed matrices ``Kt[j, i, s]`` (``sv_index[s]``
     is the training index of stored row ``s``, kept up to date here) instead of being
     recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  ``merge`` (int64 ``[slot,
-    stamp]``, or ``[-1, -1]``): where the last example is already stored, see :func:`obscure_step`;
+    stamp]``, or ``[-1, -1]``, or ``[slot, stamp, 1]``: the same hint made binding, see
+    :func:`obscure_step`'s ``merge_only``): where the last example is already stored;
     with :data:`FROM_MATRIX`, either that or ``2 len(X)`` entries, ``[slot, stamp]`` of the row
     last stored for each row of ``X`` (kept up to date here), so that an example updated again
     with the same class pair adds to its row instead of storing a copy: the same predictor,
-    fewer rows.
+    fewer rows.  :data:`REPLAY`: :data:`FUSED` steps on ``X[order]`` (replay's draws from its
+    reservoir, in one call instead of one per step) with that per-row merge table.
     Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.  The caller guarantees capacity for
     ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: the fields of
     :class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec` and
@@ -196,13 +199,13 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     n_updates = 0
     dense = dense_accumulation(coef, g)
     gather = mode == FROM_MATRIX
-    merge_rows = gather and merge.shape[0] == 2 * X.shape[0]
+    merge_rows = (gather or mode == REPLAY) and merge.shape[0] == 2 * X.shape[0]
     kv = np.empty((F, ROW_BLOCK if gather else 0))
     ws = np.empty(ROW_BLOCK if gather else 0)
     loss, yhat, updated = 0.0, -1, False
     for t in range(order.shape[0]):
         i = order[t]
-        step_mode = mode
+        step_mode = FUSED if mode == REPLAY else mode
         if gather:
             n = istate[I_N]
             # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
@@ -220,7 +223,8 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
             ms, mt = merge[0], merge[1]
         else:
             ms, mt = -1, -1
-        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt)
+        merge_only = not gather and merge.shape[0] == 3 and merge[2] != 0
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt, merge_only)
         if updated:
             n_updates += 1
             if gather:
@@ -232,7 +236,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
 
 
 @njit_inline
-def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp):
+def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``mode`` says where the raw
@@ -246,6 +250,8 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp):
     nowhere).  If that row still holds it (same time stamp) with the class pair of this update,
     the update adds to its coefficient instead of storing ``x`` again: the same ``theta`` in
     one row fewer.  The check makes any value safe: a stale or wrong hint only stores a row.
+    ``merge_only``: the hint is binding (a replayed step under a budget, LaSVM's "reprocess"):
+    without a match the step makes no update, so it never stores or evicts a row.
 
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
@@ -319,17 +325,18 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp):
 
     updated = False
     slot = -1
-    if err and step > 0.0:
+    budget = int(hyper[H_BUDGET])
+    # A replayed example already stored at merge_slot with the same class pair: the update is
+    # that row's coefficient plus r (the same theta, without a second copy of the row).
+    merged = (merge_slot >= 0 and merge_slot < n and tstamp[merge_slot] == merge_stamp
+              and ypos[merge_slot] == cpos and yneg[merge_slot] == cneg)
+    # merge_only: a replayed step under a budget adjusts the row holding its example, or nothing
+    if err and step > 0.0 and (merged or not merge_only):
         updated = True
         istate[I_UPDATES] += 1
         sc = fstate[F_SCALE]
         r = sign * step / sc  # raw coefficient: theta <- theta - step * z
-        budget = int(hyper[H_BUDGET])
         slot = n
-        # A replayed example already stored at merge_slot with the same class pair: the update is
-        # that row's coefficient plus r (the same theta, without a second copy of the row).
-        merged = (merge_slot >= 0 and merge_slot < n and tstamp[merge_slot] == merge_stamp
-                  and ypos[merge_slot] == cpos and yneg[merge_slot] == cneg)
         if merged:
             slot = merge_slot
         elif budget > 0 and n >= budget:
@@ -337,10 +344,19 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp):
             for j in range(F):
                 wsq[j] = (a[j] * sc) ** 2
             slot = choose_evictee(int(hyper[H_POLICY]), n, tstamp, coef, yneg, sdiag, params, wsq)
-            # theta^j . u_e (the scores of x_e: a second pass over the buffer) and K_j(x, x_e)
+            # theta^j . u_e (the scores of x_e: a second pass over the buffer, which also finds the
+            # row to project x_e's contribution onto, see buffer.project_onto) and K_j(x, x_e)
             ge = np.empty_like(g)
-            qe = Query(S[slot, :x.shape[0]].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy())
-            kernel_scores(qe, rows, n, spec, coef, ypos, yneg, ge)
+            kep = np.zeros(F)
+            p = partner_scan(slot, x.shape[0], n, rows, spec, coef, ypos, yneg, wsq, ge, kep)
+            if p >= 0:
+                # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
+                gp = np.empty_like(g)
+                qp = Query(S[p, :x.shape[0]].copy(), ssq[p, :].copy(), sdiag[p, :].copy())
+                kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
+                kxp = np.empty((F, 1))
+                kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp, 0)
+                project_onto(slot, p, wsq, theta_sq, g, ge, gp, kep, kxp, ypos, yneg, coef, sdiag, params)
             kx = np.empty((F, 1))
             kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
             evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)

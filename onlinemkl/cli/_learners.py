@@ -60,10 +60,12 @@ LEARNERS = {
                                      "or none (stage 1 only)"),
             "pegasos": ("false", "stage 2 with s_t = 0 (Pegasos-MKL)"),
             "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
-            "eviction": ("oldest", "'oldest' or 'least_impact': what a full buffer drops"),
+            "eviction": ("least_impact", "'least_impact' or 'oldest' (a sliding window, for drifting streams): what "
+                                         "a full buffer drops, its contribution first projected onto a stored row"),
             "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
             "replay": ("auto", "after a margin error, this many extra steps on past examples (0: off; "
-                               "auto: 5 without a budget, 0 with one)"),
+                               "auto: 5, or 0 with a budget and eviction oldest; with a budget, on stored "
+                               "examples, adding to their rows only)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
             **_FEATURE_CAP, **_FEATURE_HASHING,
         },
@@ -241,12 +243,12 @@ def parse_kernel(text: str, numbered: bool = False):
 
     KIND is linear, poly(nomial), rbf (gaussian), laplacian or bspline; keys
     are the kernel's fields (``gamma``, ``gamma_scale``, ``degree``, ``offset``,
-    ``scale``, ``h``, ``h_scale``, ``normalize``) and ``group``, feature names
+    ``scale``, ``scale_scale``, ``h``, ``h_scale``, ``normalize``) and ``group``, feature names
     separated by ``|`` (``group=age|height``).  ``numbered``: the features are
     numbers (LIBSVM sources, numbered from 0), so ``group=0|1`` names features 0 and 1.
 
     >>> parse_kernel("poly:degree=3,normalize=true")
-    Polynomial(group=None, normalize=True, degree=3, offset=1.0, scale=1.0)
+    Polynomial(group=None, normalize=True, degree=3, offset=1.0, scale=1.0, scale_scale=1.0)
     """
     from .. import kernels
 

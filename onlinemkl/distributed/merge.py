@@ -6,13 +6,14 @@ coefficients multiplied by its model's weight (the lazy scales folded in first),
 hold the same example with the same class structure in several models added into one (after
 a synchronisation every worker holds the same rows: without this the buffer would grow ``k``
 times per round).  If the union holds more rows than the budget, it is compressed back to it
-by the learner's own eviction, row after row: OBSCURE's ``choose_evictee`` picks a row, which is
-removed; the proximal learners evict as their step does at a full budget
-(:func:`onlinemkl._core.fobos.compress_rows`): the chosen row's contribution is first
-projected, per kernel group, onto the stored row with a parallel class vector that keeps most
-of it (its share of the averaged model moving along), and only the residual leaves.  Plain
-removal made merged proximal models collapse (every stored row also acts as a per-class
-offset that cancels only in aggregate).
+by the learner's own eviction, row after row, as its step does at a full budget: OBSCURE's
+``choose_evictee`` picks a row whose contribution is first projected onto the stored row with
+the same class pair and sign that keeps most of it (one coefficient, in the kernels' weighted
+sum, ``onlinemkl._core.buffer.project_onto``); the proximal learners
+(:func:`onlinemkl._core.fobos.compress_rows`) project it per kernel group onto the stored row
+with a parallel class vector (its share of the averaged model moving along).  Only the
+residual leaves.  Plain removal made merged models collapse (every stored row also acts as a
+per-class offset that cancels only in aggregate).
 More than two budgeted models merge in pairs, level after level (:func:`_merge_tree`), so the
 kernel matrix of a merge stays near ``(2 budget)^2`` entries per kernel whatever their number.
 
@@ -364,11 +365,30 @@ def _merge_tree(learner, states, weights):
     return level[0][0]
 
 
+def _obscure_partner(r, alive, coef, cls, K, wsq):
+    """``(p, delta)``: the row OBSCURE's step would project row ``r``'s contribution onto (same
+    class pair and coefficient sign, the largest ``(sum_j wsq_j K_j(r, p))^2 / sum_j wsq_j
+    K_j(p, p)`` with a positive numerator) and the coefficient it adds; ``(-1, 0)`` if none."""
+    same = (cls[alive, 0] == cls[r, 0]) & (cls[alive, 1] == cls[r, 1]) & (coef[alive, 0] * coef[r, 0] > 0.0)
+    cand = alive[same & (alive != r)]
+    if cand.shape[0] == 0:
+        return -1, 0.0
+    num = wsq @ K[:, r, cand]
+    den = wsq @ K[:, cand, cand]
+    ok = (num > 0.0) & (den > 0.0)
+    if not np.any(ok):
+        return -1, 0.0
+    gain = np.where(ok, num * num / np.where(ok, den, 1.0), -1.0)
+    i = int(np.argmax(gain))
+    return int(cand[i]), float(coef[r, 0] * num[i] / den[i])
+
+
 def _compress(u, eng, K, B, theta_sq, G, budget):
     """Evict rows by the learner's own rule until ``budget`` remain (proximal:
-    :func:`_compress_proximal`).  OBSCURE's chosen rows are removed; only its least-impact rule
-    reads the norms (through the mirror weights): there they are updated after every removal;
-    otherwise they are recomputed once from the rows kept."""
+    :func:`_compress_proximal`).  OBSCURE's chosen row is first projected onto a partner as its
+    step does (:func:`_obscure_partner`, ``onlinemkl._core.buffer.project_onto``), then removed;
+    only its least-impact rule reads the norms (through the mirror weights): there they are
+    updated after every change; otherwise they are recomputed once from the rows kept."""
     n = u.X.shape[0]
     ssq = np.zeros((n, eng.ck.n_groups))
     sdiag = np.zeros((n, eng.ck.n_kernels))
@@ -389,6 +409,16 @@ def _compress(u, eng, K, B, theta_sq, G, budget):
             _co.mirror_weights(theta_sq, eng.q, a)
         e = int(_cb.choose_evictee(policy, m, st, c, np.ascontiguousarray(u.cls[alive, 1]), sd, params, a * a))
         r = alive[e]
+        p, d = _obscure_partner(r, alive, coef, u.cls, K, a * a)
+        if p >= 0:
+            if track:
+                for j in range(F):  # ||theta + d_p k_p||^2 = ||theta||^2 + 2 d_p . G_p + K_pp |d_p|^2
+                    d_p = d * B[p]
+                    theta_sq[j] += 2.0 * float(d_p @ G[j, p]) + K[j, p, p] * float(d_p @ d_p)
+                    G[j] += K[j][:, p:p + 1] * d_p[None, :]
+            coef[p, 0] += d
+            if coef is not u.coef:  # ascontiguousarray copied it
+                u.coef[p, 0] += d
         if track:
             for j in range(F):  # ||theta - m_r k_r||^2 = ||theta||^2 - 2 m_r . G_r + K_rr |m_r|^2
                 m_r = coef[r, 0] * B[r]

@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["ReplayMemory", "check_replay", "replay_seed", "NO_MERGE", "DEFAULT_STEPS", "DEFAULT_WINDOW", "MAX_VALUES"]
 
-#: Extra steps after a margin error (``replay='auto'`` without a budget) and rows kept
+#: Extra steps after a margin error (``replay='auto'``) and rows kept
 #: (``replay_window=``).
 DEFAULT_STEPS = 5
 DEFAULT_WINDOW = 1000
@@ -34,16 +34,20 @@ MAX_VALUES = 1 << 20
 _MASK = (1 << 64) - 1
 
 #: The ``merge`` hint of a step whose example no support row holds (``[slot, time stamp]``;
-#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_learn``).
+#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_learn``).  A third entry 1 makes
+#: it binding: the step adds to that row or does not update at all (replay under a budget).
 NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
-def check_replay(replay, replay_window, budget=None) -> int:
+def check_replay(replay, replay_window, budget=None, buffer_replay=True, eviction="least_impact") -> int:
     """Validate ``replay`` ('auto' or an int >= 0) and ``replay_window`` (an int >= 1); the steps.
 
-    ``'auto'``: :data:`DEFAULT_STEPS` without a budget, 0 with one.  A budget is there to bound
-    memory, and a small buffer is better spent on distinct examples than on the repeats replay
-    stores (proximal MKL on digits, budget 200: held-out 0.83 with replay, 0.91 without).
+    ``'auto'``: :data:`DEFAULT_STEPS`.  With a budget the replayed steps only adjust stored
+    rows (:class:`ReplayMemory`'s ``from_buffer``): a small buffer is better spent on distinct
+    examples than on the repeats a reservoir's replay would store.  'auto' is 0 under a budget
+    for a learner that does not replay its stored rows (``buffer_replay=False``: proximal MKL,
+    whose budgeted models then merged badly, see ``benchmarks/results/defaults_budget.md``),
+    and with ``eviction='oldest'``: a sliding window drops the rows replay has made heavy.
     """
     from .._validation import check_number
 
@@ -52,7 +56,7 @@ def check_replay(replay, replay_window, budget=None) -> int:
                      hint=" (extra steps after a margin error; 0 turns replay off; or 'auto')")
     check_number("replay_window", replay_window, low=1, integer=True, hint=" (past examples kept for replay)")
     if replay == "auto":
-        return DEFAULT_STEPS if budget is None else 0
+        return DEFAULT_STEPS if budget is None or (buffer_replay and eviction != "oldest") else 0
     return int(replay)
 
 
@@ -79,17 +83,26 @@ class ReplayMemory:
     ``[slot, time stamp]`` of the support row holding example ``j`` (``[-1, -1]``: none), a
     hint the learner checks before it adds a replayed update to that row instead of storing
     the example again (OBSCURE; see ``_core.obscure.obscure_step``).
+
+    ``from_buffer`` (a learner with a budget): no reservoir; the replayed examples are the
+    learner's stored rows (:meth:`stored_rows`), and a replayed step may only add to the row it
+    came from, never store or evict one (LaSVM's "reprocess" step, Bordes et al. 2005).  A
+    budget bounds the model's memory, so replay holds nothing beside it; and a replayed step
+    that evicted a row would trade a distinct example for a repeat.
     """
 
     #: The arrays of the state, as dotted paths from the owning engine.
     STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters", "replay.where")
 
-    def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False):
+    def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False,
+                 from_buffer: bool = False):
         self.steps, self.window = int(steps), int(window)
+        self.from_buffer = bool(from_buffer)
         self.rows = np.zeros((0, 0))
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
         self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
         self.where = np.zeros((0, 2), dtype=np.int64)
+        self._labels_all = self._where_all = None  # what labels/where are views of (see _append)
 
     @property
     def seen(self) -> int:
@@ -111,39 +124,64 @@ class ReplayMemory:
         self.counters[1] = state
         return value % n
 
+    def stored_rows(self, n_support: int):
+        """``steps`` uniform draws of a stored row among the first ``n_support`` (``from_buffer``)."""
+        return [self._draw(n_support) for _ in range(self.steps)] if n_support else []
+
     def add(self, x: np.ndarray, y, slot: int = -1, stamps=None) -> None:
         """Offer one example (reservoir sampling: every example so far is held with equal chance);
         ``slot``: the support row holding it (-1: none), ``stamps`` the buffer's time stamps."""
         seen = self.seen
         self.counters[0] = seen + 1
-        if self.steps <= 0:
+        if self.steps <= 0 or self.from_buffer:
             return
-        where = (slot, stamps[slot]) if slot >= 0 else (-1, -1)
         d = x.shape[0]
         cap = self.capacity(max(d, self.rows.shape[1]))
         if self.labels.shape[0] > cap:  # rows got wider: keep the first cap (still a uniform sample)
             self.rows, self.labels, self.where = self.rows[:cap].copy(), self.labels[:cap].copy(), self.where[:cap].copy()
-        if self.rows.shape[1] < d:  # new features: widen, the old rows read 0 there
-            wider = np.zeros((self.rows.shape[0], d))
-            wider[:, :self.rows.shape[1]] = self.rows
-            self.rows = wider
+        self.widen(d)
         held = self.labels.shape[0]
         if held < cap:  # still filling: append (grow by doubling, up to cap)
             if held == self.rows.shape[0]:
                 grown = np.zeros((min(cap, max(8, 2 * held)), self.rows.shape[1]))
                 grown[:held] = self.rows[:held]
                 self.rows = grown
-            slot = held
-            self.labels = np.append(self.labels, self.labels.dtype.type(y))
-            self.where = np.append(self.where, np.asarray(where, dtype=np.int64).reshape(1, 2), axis=0)
+            self._append(y)
+            row = held
         else:
-            slot = self._draw(seen + 1)
-            if slot >= held:
+            row = self._draw(seen + 1)
+            if row >= held:
                 return
-            self.labels[slot] = y
-            self.where[slot] = where
-        self.rows[slot, :d] = x
-        self.rows[slot, d:] = 0.0
+            self.labels[row] = y
+        if slot >= 0:
+            self.where[row, 0] = slot
+            self.where[row, 1] = stamps[slot]
+        else:
+            self.where[row] = -1
+        self.rows[row, :d] = x
+        self.rows[row, d:] = 0.0
+
+    def _append(self, y) -> None:
+        """One more held label (and row hint): ``labels``/``where`` are views of the first ``held``
+        entries of arrays allocated with the rows' capacity, so that appending costs no copy."""
+        held = self.labels.shape[0]
+        lab, where = self._labels_all, self._where_all
+        if lab is None or self.labels.base is not lab or self.where.base is not where or lab.shape[0] <= held:
+            size = max(self.rows.shape[0], held + 1)
+            lab = np.zeros(size, dtype=self.labels.dtype)
+            lab[:held] = self.labels
+            where = np.full((size, 2), -1, dtype=np.int64)
+            where[:held] = self.where
+            self._labels_all, self._where_all = lab, where
+        lab[held] = y
+        self.labels, self.where = lab[:held + 1], where[:held + 1]
+
+    def widen(self, n_features: int) -> None:
+        """Rows of at least ``n_features`` columns (new features: the old rows read 0 there)."""
+        if self.rows.shape[1] < n_features:
+            wider = np.zeros((self.rows.shape[0], n_features))
+            wider[:, :self.rows.shape[1]] = self.rows
+            self.rows = wider
 
     def sample(self, n_features: int) -> tuple[np.ndarray, int | float, int]:
         """A held example drawn uniformly: ``(row of n_features values, label, its index j)``."""
@@ -152,6 +190,30 @@ class ReplayMemory:
         if row.shape[0] < n_features:
             row = np.concatenate([row, np.zeros(n_features - row.shape[0])])
         return row[:n_features], self.labels[j].item(), j
+
+    def draw(self, k: int) -> np.ndarray:
+        """The indices of ``k`` held examples drawn uniformly (those :meth:`sample` would draw ``k``
+        times), for a learner that takes its replay steps in one compiled call."""
+        size = self.size
+        state = int(self.counters[1])
+        out = np.empty(k, dtype=np.int64)
+        for t in range(k):  # _draw's steps, with the generator state kept in a Python int meanwhile
+            state, value = _splitmix64(state)
+            out[t] = value % size
+        self.counters[1] = state
+        return out
+
+    def held(self, n_features: int):
+        """``(rows, labels, where)`` of the held examples, ``rows`` C-contiguous with exactly
+        ``n_features`` columns (widened first if new features arrived since the last :meth:`add`)
+        and ``where`` flattened to ``[slot, stamp, slot, stamp, ...]``; all views of the memory's
+        own arrays, so that a compiled replay updates the row hints in place."""
+        self.widen(n_features)
+        size = self.size
+        rows = self.rows[:size]
+        if rows.shape[1] != n_features:  # wider than the features (a crafted state): a copy
+            rows = np.ascontiguousarray(rows[:, :n_features])
+        return rows, self.labels[:size], self.where[:size].reshape(-1)
 
     def check(self, need, n_features: int, label_ok) -> None:
         """``need`` every rule a consistent memory keeps (for a restored state)."""

@@ -117,7 +117,8 @@ class ObscureEngine(BufferEngine):
         self.scores = np.zeros(2)
         self.krow = np.zeros((F, 0))
         self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
-        self.replay = ReplayMemory(replay, replay_window, seed)  # used by stream_step
+        # used by stream_step; under a budget it replays stored rows and keeps none of its own
+        self.replay = ReplayMemory(replay, replay_window, seed, from_buffer=budget is not None)
 
     # -- shape management (Python side, rare) -------------------------------------------
 
@@ -180,6 +181,28 @@ class ObscureEngine(BufferEngine):
                 _cs.accumulate_scores(self.krow, n, b.coef, b.ypos, b.yneg, self.g)
                 mode = _co.SCORES_GIVEN
         return self._step(x, y, mode, merge)
+
+    def replay_steps(self, steps: int) -> None:
+        """``steps`` replay steps on examples drawn from the reservoir, in one compiled call.
+
+        The draws do not depend on the steps, so they are made first; each step then adds to
+        the row already holding its example where it can and updates the reservoir's row hint
+        (``merge``), as :meth:`learn` one step at a time would.  A buffer large enough for the
+        parallel kernel pass takes the steps one by one through :meth:`learn` (where a call's
+        cost is nothing beside its pass over the buffer).
+        """
+        mem = self.replay
+        order = mem.draw(steps)
+        rows, labels, where = mem.held(self.n_features)
+        n = self.n_support
+        if n + steps >= _config.PARALLEL_MIN_ROWS:
+            for j in order:
+                _, _, updated, slot = self.learn(rows[j], labels[j], where[2 * j:2 * j + 2])
+                if updated:  # stored anew, or added to its row: the row to add to next time
+                    where[2 * j], where[2 * j + 1] = slot, self.buf.tstamp[slot]
+            return
+        self.buf.ensure_rows(n + steps)
+        self._run(order, rows, labels, _NO_KT, _NO_SV, _co.REPLAY, where)
 
     def _run(self, order, X, Yi, Kt, sv_index, mode, merge=NO_MERGE):
         """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
@@ -464,11 +487,12 @@ def check_switch_after(value):
 def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """One streaming step: learn ``x``, replay after a margin error, then the stage switch.
 
-    Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error and the
-    buffer is below its budget (a full buffer would spend its rows on repeats), take
-    ``engine.replay.steps`` more steps on examples drawn from the reservoir of past ones;
-    then offer ``x`` to the reservoir.  ``switch_after``: an int N switches to stage 2
-    after N examples (of the stream; replayed steps do not count); 'auto' switches once
+    Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
+    ``engine.replay.steps`` more steps on examples drawn from the reservoir of past ones, then
+    offer ``x`` to the reservoir; with a budget, on stored rows drawn from the buffer instead,
+    each step adding to its own row only (the buffer's rows go to distinct examples).
+    ``switch_after``: an int N switches to stage 2 after N examples (of the stream; replayed
+    steps do not count); 'auto' switches once
     stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive steps without
     a margin error (the streaming form of the authors' rule "stop stage 1 after an epoch
     without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
@@ -476,12 +500,18 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """
     out = engine.learn(x, yi)
     mem = engine.replay
-    if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0 and mem.size and engine.buf.has_room(engine.n_support):
-        for _ in range(mem.steps):
-            row, label, j = mem.sample(engine.n_features)
-            _, _, updated, slot = engine.learn(row, label, mem.where[j])
-            if updated:  # stored anew, or added to its row: the row to add to next time
-                mem.where[j] = (slot, engine.buf.tstamp[slot])
+    if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0:
+        if mem.from_buffer:
+            b = engine.buf
+            hint = np.ones(3, dtype=np.int64)  # binding: add to row s or do nothing
+            for s in mem.stored_rows(engine.n_support):
+                # the row's label: its class (multiclass), its coefficient's sign (binary: the
+                # coefficient carries the label, and neither steps nor evictions flip it)
+                label = (1 if b.coef[s, 0] > 0.0 else -1) if engine.binary else int(b.ypos[s])
+                hint[0], hint[1] = s, b.tstamp[s]
+                engine.learn(b.S[s, :engine.n_features].copy(), label, hint)
+        elif mem.size and engine.buf.has_room(engine.n_support):
+            engine.replay_steps(mem.steps)
     mem.add(x, yi, out[3], engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
         return out

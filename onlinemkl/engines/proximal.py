@@ -28,11 +28,15 @@ from ..kernels import Linear, check_kernels, default_regression_kernels
 from ._replay import NO_MERGE, ReplayMemory, check_replay, replay_seed
 
 _cf = lazy_module("fobos")
+_cr = lazy_module("fobos_replay")
 _cl = lazy_module("losses")
 _cp = lazy_module("prox")
 
 __all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
            "REGRESSION_LOSSES", "settings", "classifier_engine", "regressor_engine"]
+
+#: The row hints of a replay that passes none (regression: a residual is never added to a row).
+_NO_HINTS = np.zeros(0, dtype=np.int64)
 
 REGULARIZERS = {
     "sq_l21": _cp.PROX_SQ_L21,
@@ -72,13 +76,15 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
     """Validated settings shared by every proximal learner (flat and structured).
 
     ``p`` is the face (any object with the parameters as attributes);
-    ``regression`` picks the default kernels; ``loss_at_zero`` is the loss at
+    ``regression`` picks the default kernels, unless the face names its own
+    (a ``_default_kernels`` function, as the river regressor does); ``loss_at_zero`` is the loss at
     ``theta = 0`` for ``gamma='auto'`` (None: no projection).
 
     ``n_extra_groups`` counts groups the learner adds itself (the sequence
     labeller's transition group) for ``group_weights``.
     """
-    kernels = check_kernels(p.kernels, default_regression_kernels if regression else None)
+    default = getattr(p, "_default_kernels", None) or (default_regression_kernels if regression else None)
+    kernels = check_kernels(p.kernels, default)
     explicit = check_explicit_groups(getattr(p, "explicit_groups", None))
     P = len(kernels) + len(explicit) + n_extra_groups
     check_choice("regularizer", p.regularizer, tuple(REGULARIZERS))
@@ -128,7 +134,7 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
 def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
     """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
     st = settings(p, regression, loss_at_zero)
-    steps = check_replay(p.replay, p.replay_window, p.budget)
+    steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False)
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
@@ -355,17 +361,25 @@ class ProximalEngine(GroupNormEngine):
         out = self.learn(x, label)
         mem = self.replay
         if mem.steps > 0 and mem.size and out[0] > 0.0 and self.buf.has_room(self.n_support):
-            for _ in range(mem.steps):
-                row, y, j = mem.sample(self.n_features)
-                if self.regression:
-                    mean, std = self.target_scale()
-                    self._step(row, 0, (y - mean) / std)
-                    continue
-                _, _, updated, slot = self._step(row, int(y), 0.0, mem.where[j])
-                if updated:  # stored anew, or added to its row: the row to add to next time
-                    mem.where[j] = (slot, self.buf.tstamp[slot])
+            self.replay_steps(mem.steps)
         mem.add(x, label, out[3], self.buf.tstamp)
         return out
+
+    def replay_steps(self, steps: int) -> None:
+        """``steps`` replay steps on examples drawn from the reservoir, in one compiled call
+        (:func:`~onlinemkl._core.fobos_replay.fobos_replay`): the draws do not depend on the steps,
+        so they are made first; the steps are those of one :meth:`_step` each."""
+        mem = self.replay
+        order = mem.draw(steps)
+        rows, labels, where = mem.held(self.n_features)
+        if self.regression:  # targets standardised as now (a replay is not a new target), no row hints
+            mean, std = self.target_scale()
+            y_cls, y_val, where = np.zeros(steps, dtype=np.int64), (labels[order] - mean) / std, _NO_HINTS
+        else:
+            y_cls, y_val = labels[order], np.zeros(steps)
+        self._ensure_rows(self.n_support + steps)
+        buf, spec, xg, st, scratch = self._records or self._build_records()
+        _cr.fobos_replay(order, rows, y_cls, y_val, buf, spec, xg, st, scratch, where)
 
     def _step(self, x, y_cls, y_val, merge=NO_MERGE):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:

@@ -84,10 +84,13 @@ class EngineAdapter(ModelLock):
     def _row(self, x: dict, grow: bool) -> np.ndarray:
         """The validated float64 row of ``x`` over the engine's features; with ``grow`` new features
         get columns (after every value is checked, so a rejected example changes nothing)."""
-        n_before = len(self._features)
-        row = self._features.encode(x, grow)
-        if len(self._features) != n_before:
-            self._engine.set_features(len(self._features), self._features.lookup)
+        f = self._features
+        if not grow:
+            return f.encode(x, False)
+        n_before = len(f.names)
+        row = f.encode(x, True)
+        if len(f.names) != n_before:
+            self._engine.set_features(len(f.names), f.lookup)
         return row
 
     def _frame_examples(self, X, y, check_label) -> list:

@@ -57,11 +57,15 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     budget
         Maximum stored examples; None for unbounded.
     eviction
-        'oldest' or 'least_impact'.
+        'least_impact' or 'oldest' (a sliding window, for drifting streams): as
+        :class:`onlinemkl.OBSCUREClassifier`'s.
     replay
         After a margin error, this many extra steps on past examples drawn from a
-        reservoir of ``replay_window`` of them (0: off); 'auto': 5 without a budget, 0 with
-        one.  What one pass gains from it and what it costs: ``benchmarks/results/defaults.md``.
+        reservoir of ``replay_window`` of them (0: off; 'auto': 5, or 0 with a budget and
+        ``eviction='oldest'``).  With a budget, on stored
+        examples instead, each step adding to its own stored row or to nothing: no reservoir
+        beside the buffer, no row spent on a repeat.  What one pass gains from it and what it
+        costs: ``benchmarks/results/defaults.md``, ``benchmarks/results/defaults_budget.md``.
     replay_window
         Past examples kept for replay (a uniform sample of the stream; fewer when rows are
         very wide, at most 2^20 values in all).
@@ -88,14 +92,14 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
 
     def __init__(self, kernels: tuple | None = None, p: float | None = None, lam: float | None = None,
                  C: float = 1.0, eta: float | None = None, switch_after: int | str | None = "auto",
-                 pegasos: bool = False, budget: int | None = None, eviction: str = "oldest",
+                 pegasos: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  loss: str = "multiclass_hinge", replay: int | str = "auto", replay_window: int = DEFAULT_WINDOW,
                  max_features: int | None = MAX_FEATURES, feature_hashing: int | None = None):
         store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
         self._kernels, self._p = check_params(kernels, p, lam, C, eta, switch_after, budget, eviction)
         check_choice("loss", loss, ("multiclass_hinge", "hinge"))
-        steps = check_replay(replay, replay_window, budget)
+        steps = check_replay(replay, replay_window, budget, eviction=eviction)
         self._attach(ObscureEngine(self._kernels, self._p, eta, lam, budget, eviction, bool(pegasos), loss == "hinge",
                                    C=C, replay=steps, replay_window=replay_window), self._feature_map(), LabelMap())
 
@@ -166,7 +170,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         if not labels:
             return None
         s = self._scores(x)
-        return labels[int(np.argmax(s[: len(labels)]))]
+        return labels[int(s[: len(labels)].argmax())]  # the method: np.argmax's wrapper costs a microsecond
 
     # -- batch prediction (BLAS path) ---------------------------------------------------
 
