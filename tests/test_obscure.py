@@ -135,11 +135,17 @@ def test_steps_with_budget_match_reference(n_classes, eviction):
 
 
 @pytest.mark.parametrize("n_classes, budget, eviction", [(2, None, "oldest"), (3, None, "oldest"),
-                                                         (3, 25, "oldest"), (2, 25, "least_impact")])
+                                                         (3, 25, "oldest"), (2, 25, "least_impact"),
+                                                         (14, None, "oldest"), (14, 25, "least_impact")])
 def test_fit_matches_reference_fit(n_classes, budget, eviction):
-    """``fit`` (precomputed kernel matrices, random epochs, R from the training loss) == the written-out loop."""
-    X, y = make_data(70, n_classes, seed=3)
-    labels = np.array(["a", "b", "c"])[: n_classes]
+    """``fit`` (precomputed kernel matrices, random epochs, R from the training loss) == the written-out loop.
+
+    14 classes: past ``DENSE_OUTPUTS``, the scores come from the mixed kernel and only the
+    two columns of ``g`` an update reads are summed (``_core.obscure.gather_mixed``)."""
+    X, y = make_data(70, min(n_classes, 3), seed=3)
+    if n_classes > 3:  # every class present: 5 examples each, by rank of a noisy projection
+        y = np.argsort(np.argsort(X[:, 0] + X[:, 3] + y)) * n_classes // X.shape[0]
+    labels = np.array([f"c{k:02d}" for k in range(n_classes)])
     y_lab = labels[(y > 0).astype(int)] if n_classes == 2 else labels[y]
     p, lam = 1.3, 0.02
     clf = OBSCUREClassifier(kernels=KERNELS, p=p, lam=lam, random_state=5, stage1_epochs=3, stage2_epochs=2,
