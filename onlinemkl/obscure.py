@@ -17,13 +17,14 @@ from sklearn.base import ClassifierMixin
 from ._core import obscure as _co
 from ._validation import check_choice, check_number, store_params
 from .engines._replay import DEFAULT_WINDOW, check_replay, replay_seed
-from .engines.obscure import ObscureEngine, check_params, hinge_losses, stream_step
+from .engines.obscure import MIN_CHUNK, ObscureEngine, check_params, hinge_losses, stream_step
 from .sklearn import EngineClassifier, check_labels
 
 __all__ = ["OBSCUREClassifier"]
 
 #: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many
-#: bytes, else computes them in blocks of at most half of it per chunk of an epoch (LIBSVM's
+#: bytes (float64, or else float32 computed in row blocks, as LIBSVM's cache keeps single
+#: precision), else computes them in blocks of at most half of it per chunk of an epoch (LIBSVM's
 #: kernel cache is 200 MB by default).  Half: a block is computed afresh for every chunk, and
 #: smaller blocks were as fast (first touch of fresh pages costs as much as it saves).
 KERNEL_CACHE_BYTES = 512 << 20
@@ -165,9 +166,14 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         yi = self._encode(y, classes, engine.binary)
         self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
         rng = np.random.default_rng(self.random_state)
-        fast = N * N * (engine.ck.n_kernels + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
-        run = (engine.fit_pass_precomputed(X, yi) if fast
-               else engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES // 2))
+        F = engine.ck.n_kernels
+        fast = N * N * (F + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
+        # else float32 matrices, computed in row blocks whose float64 work fits beside them
+        rows32 = 0 if fast else (KERNEL_CACHE_BYTES - N * N * F * 4) // (N * (F + 3) * 8)
+        if fast or rows32 >= MIN_CHUNK:
+            fast, run = True, engine.fit_pass_precomputed(X, yi, 0 if fast else int(rows32))
+        else:
+            run = engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES // 2)
         for _ in range(self.stage1_epochs):
             if run(rng.permutation(N)) == 0:
                 break

@@ -657,6 +657,46 @@ def test_river_relative_bandwidth_frozen_once_its_group_has_features():
     recomputed_matches(eng)
 
 
+@pytest.mark.parametrize("n_classes", [2, 14])
+def test_fit_with_float32_matrices_close_to_float64(monkeypatch, n_classes):
+    """Where the float64 matrices exceed the cache but float32 ones fit, ``fit`` keeps them in
+    float32, computed in row blocks within the cache: the model learnt is the float64 one up to
+    the rounding of the kernel values (no margin decision flips on this set)."""
+    import onlinemkl.engines.obscure as eo
+    import onlinemkl.obscure as ob
+
+    X, y = make_data(300, min(n_classes, 3), seed=4)
+    if n_classes > 3:
+        y = np.argsort(np.argsort(X[:, 0] + X[:, 3] + y)) * n_classes // X.shape[0]
+    params = dict(kernels=KERNELS, p=1.3, random_state=2, stage1_epochs=2, stage2_epochs=2)
+    full = OBSCUREClassifier(**params).fit(X, y)
+    F, N = len(KERNELS), X.shape[0]
+    cap = N * N * F * 4 + 100 * N * (F + 3) * 8  # float32 matrices and 100 rows of float64 work
+    assert cap < N * N * (F + 3) * 8
+    shapes, dtypes = [], []
+    real = eo.block_kernels
+
+    def recording(Xq, S, ck):
+        shapes.append((Xq.shape[0], S.shape[0]))
+        return real(Xq, S, ck)
+
+    real_run = eo.ObscureEngine._run
+
+    def run_recording(self, order, X_, Yi, Kt, *rest):
+        dtypes.append(Kt.dtype)
+        return real_run(self, order, X_, Yi, Kt, *rest)
+
+    monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", cap)
+    monkeypatch.setattr(eo, "block_kernels", recording)
+    monkeypatch.setattr(eo.ObscureEngine, "_run", run_recording)
+    half = OBSCUREClassifier(**params).fit(X, y)
+    assert shapes == [(100, N)] * 3 and set(dtypes) == {np.dtype(np.float32)}
+    assert half.stage1_updates_ == full.stage1_updates_
+    Xt, _ = make_data(40, 3, seed=12)
+    np.testing.assert_allclose(half.decision_function(Xt), full.decision_function(Xt), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(half.kernel_weights_, full.kernel_weights_, rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_classes):
     """Where the kernel matrices exceed the cache, ``fit`` computes them in blocks that respect
@@ -678,6 +718,7 @@ def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_class
         return real(Xq, S, ck)
 
     monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", cap)
+    monkeypatch.setattr(ob, "MIN_CHUNK", 10 ** 9)  # no float32 matrices either (they would fit): blocks
     monkeypatch.setattr(eo, "block_kernels", recording)
     blocked = OBSCUREClassifier(**params).fit(X, y)
     assert len(sizes) > 2 * 4 and max(sizes) <= cap // 2  # several blocks per epoch, none past its share

@@ -205,11 +205,12 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     # per-kernel scores only of the two outputs an update needs (gather_mixed).
     mixed = gather and not dense
     a = np.empty(F)
+    km = np.empty(Kt.shape[2] if mixed else 0)
     for t in range(order.shape[0]):
         i = order[t]
         step_mode = mode
         if mixed:
-            gather_mixed(i, Yi[i], Kt, sv_index, buf, st, a)
+            gather_mixed(i, Yi[i], Kt, sv_index, buf, st, a, km)
             step_mode = SCORES_MIXED
         elif gather:
             n = istate[I_N]
@@ -240,7 +241,7 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
 
 
 @njit
-def gather_mixed(i, y, Kt, sv_index, buf, st, a):
+def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
     """Fill ``st.scores`` for training example ``i`` (label ``y``) from the precomputed matrices, and the
     columns of ``st.g`` that its update reads, without a per-kernel scatter over the buffer.
 
@@ -251,7 +252,11 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a):
     ``g[:, cneg]`` only, for the class pair of a margin error: those two columns are summed in
     a second pass over the rows holding either class, only when there is an update.  Other
     columns of ``g`` are left stale (only :func:`obscure_step` with :data:`SCORES_MIXED`, which
-    reads the given scores and those two columns, follows).  ``a``: scratch of ``F``.
+    reads the given scores and those two columns, follows).  ``a``: scratch of ``F``; ``km``:
+    scratch of ``Kt.shape[2]``.  When the stored rows outnumber half the columns of ``Kt`` (an
+    example stored with several class pairs), the mixed kernel of every column is computed
+    first, in one contiguous pass per kernel, and each row reads its column's value: one
+    read per row instead of ``F`` scattered ones.
     """
     coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
     theta_sq, istate, fstate, hyper, g, scores = st
@@ -262,15 +267,26 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a):
     mirror_weights(theta_sq, hyper[H_Q], a)
     for c in range(n_out):
         scores[c] = 0.0
-    for s in range(n):
-        u = sv_index[s]
-        v = 0.0
+    if 2 * n >= km.shape[0]:
+        km[:] = 0.0
         for j in range(F):
-            v += a[j] * Kt[j, i, u]
-        v *= coef[s, 0]
-        scores[ypos[s]] += v
-        if yneg[s] >= 0:
-            scores[yneg[s]] -= v
+            for u in range(km.shape[0]):
+                km[u] += a[j] * Kt[j, i, u]
+        for s in range(n):
+            v = coef[s, 0] * km[sv_index[s]]
+            scores[ypos[s]] += v
+            if yneg[s] >= 0:
+                scores[yneg[s]] -= v
+    else:
+        for s in range(n):
+            u = sv_index[s]
+            v = 0.0
+            for j in range(F):
+                v += a[j] * Kt[j, i, u]
+            v *= coef[s, 0]
+            scores[ypos[s]] += v
+            if yneg[s] >= 0:
+                scores[yneg[s]] -= v
     sc = fstate[F_SCALE]
     for c in range(n_out):
         scores[c] *= sc
