@@ -140,8 +140,9 @@ def test_steps_with_budget_match_reference(n_classes, eviction):
 def test_fit_matches_reference_fit(n_classes, budget, eviction):
     """``fit`` (precomputed kernel matrices, random epochs, R from the training loss) == the written-out loop.
 
-    14 classes: past ``DENSE_OUTPUTS``, the scores come from the mixed kernel and only the
-    two columns of ``g`` an update reads are summed (``_core.obscure.gather_mixed``)."""
+    More than two classes: the scores come from the mixed kernel and only the two columns of
+    ``g`` an update reads are summed (``_core.obscure.gather_mixed``); 14 classes: past
+    ``DENSE_OUTPUTS`` too."""
     X, y = make_data(70, min(n_classes, 3), seed=3)
     if n_classes > 3:  # every class present: 5 examples each, by rank of a noisy projection
         y = np.argsort(np.argsort(X[:, 0] + X[:, 3] + y)) * n_classes // X.shape[0]

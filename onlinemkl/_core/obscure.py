@@ -201,9 +201,10 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     kv = np.empty((F, ROW_BLOCK if gather else 0))
     ws = np.empty(ROW_BLOCK if gather else 0)
     loss, yhat, updated = 0.0, -1, False
-    # Many outputs (the row-by-row scatter): the scores from the mixed kernel, and the
-    # per-kernel scores only of the two outputs an update needs (gather_mixed).
-    mixed = gather and not dense
+    # Multiclass: the scores from the mixed kernel, and the per-kernel scores only of the two
+    # outputs an update needs (gather_mixed).  Binary problems have one output, which every
+    # update needs per kernel: the dense sums of add_block_scores.
+    mixed = gather and st.hyper[H_BINARY] == 0.0
     a = np.empty(F)
     km = np.empty(Kt.shape[2] if mixed else 0)
     for t in range(order.shape[0]):
@@ -247,8 +248,8 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
 
     The output scores need only the mixed kernel: ``scores[c] = scale sum_s coef_s
     ([ypos_s = c] - [yneg_s = c]) sum_j a_j Kt[j, i, sv_s]``, one value per stored row where
-    the per-kernel scores ``g[j, c]`` take ``F`` (with ``2 F`` read-modify-writes of ``g``:
-    most of a step's time with many outputs).  The norm update reads ``g[:, cpos]`` and
+    the per-kernel scores ``g[j, c]`` take ``F`` per output (``2 F`` read-modify-writes of
+    ``g`` per row, or ``F + 1`` dot products per output: most of a multiclass step's time).  The norm update reads ``g[:, cpos]`` and
     ``g[:, cneg]`` only, for the class pair of a margin error: those two columns are summed in
     a second pass over the rows holding either class, only when there is an update.  Other
     columns of ``g`` are left stale (only :func:`obscure_step` with :data:`SCORES_MIXED`, which
