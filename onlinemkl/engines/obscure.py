@@ -219,9 +219,12 @@ class ObscureEngine(BufferEngine):
         X = np.ascontiguousarray(X, dtype=np.float64)
         yi = np.ascontiguousarray(yi, dtype=np.int64)
         if block_rows > 0:
+            # each block of rows against itself and the later rows, mirrored: half the kernel values
             Kt = np.empty((self.ck.n_kernels, X.shape[0], X.shape[0]), dtype=np.float32)
             for s in range(0, X.shape[0], block_rows):
-                Kt[:, s:s + block_rows] = block_kernels(X[s:s + block_rows], X, self.ck)
+                e = min(s + block_rows, X.shape[0])
+                Kt[:, s:e, s:] = block_kernels(X[s:e], X[s:], self.ck)
+                Kt[:, e:, s:e] = Kt[:, s:e, e:].transpose(0, 2, 1)
         else:
             Kt = block_kernels(X, X, self.ck)
         sv_index = np.zeros(0, dtype=np.int64)
