@@ -17,16 +17,26 @@ from sklearn.base import ClassifierMixin
 from ._core import obscure as _co
 from ._validation import check_choice, check_number, store_params
 from .engines._replay import DEFAULT_WINDOW, check_replay, replay_seed
-from .engines.obscure import ObscureEngine, check_params, hinge_losses, stream_step
+from .engines.obscure import MIN_CHUNK, ObscureEngine, check_params, hinge_losses, stream_step
 from .sklearn import EngineClassifier, check_labels
 
 __all__ = ["OBSCUREClassifier"]
 
 #: ``fit`` precomputes the training set's kernel matrices (BLAS) when they fit in this many
-#: bytes, else computes them in blocks of at most half of it per chunk of an epoch (LIBSVM's
+#: bytes (float64, or else float32 computed in row blocks, as LIBSVM's cache keeps single
+#: precision), else computes them in blocks of at most half of it per chunk of an epoch (LIBSVM's
 #: kernel cache is 200 MB by default).  Half: a block is computed afresh for every chunk, and
 #: smaller blocks were as fast (first touch of fresh pages costs as much as it saves).
 KERNEL_CACHE_BYTES = 512 << 20
+
+#: ``stage2_epochs='auto'``: this many stage-2 epochs in ``fit`` with up to
+#: :data:`FEW_CLASSES` classes, :data:`STAGE2_EPOCHS_MANY` with more.  A multiclass step moves
+#: two of the classes' weight vectors, so with more classes each one gets fewer updates per
+#: epoch (``benchmarks/results/fit_svc.md``: 10 epochs lift every set of 5 to 26 classes,
+#: and cost the 2- and 3-class sets accuracy).
+STAGE2_EPOCHS_FEW = 5
+STAGE2_EPOCHS_MANY = 10
+FEW_CLASSES = 3
 
 
 class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
@@ -55,9 +65,11 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         The SVM-style constant used when ``lam`` is None.
     eta : float > 0, default None
         Stage-1 step size; None: the authors' ``F^(-2/q)``.
-    stage1_epochs, stage2_epochs : int, default 5
-        Epochs of each stage in ``fit`` (stage 1 stops early after an epoch
-        without margin errors; ``stage2_epochs=0`` gives stage 1 only).
+    stage1_epochs : int, default 5
+        Epochs of stage 1 in ``fit`` (it stops early after an epoch without margin errors).
+    stage2_epochs : int or 'auto', default 'auto'
+        Epochs of stage 2 in ``fit`` (0: stage 1 only).  'auto': 5 with up to three
+        classes, 10 with more (:data:`STAGE2_EPOCHS_FEW`, :data:`STAGE2_EPOCHS_MANY`).
     switch_after : int, 'auto' or None, default 'auto'
         ``partial_fit``: when stage 2 starts.  An int: after that many examples;
         'auto': once stage-1 updates stop (500 consecutive examples without a
@@ -113,7 +125,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     (2,)
     """
 
-    def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs=5,
+    def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs="auto",
                  switch_after="auto", pegasos=False, budget=None, eviction="least_impact", loss="auto",
                  replay="auto", replay_window=DEFAULT_WINDOW, random_state=None):
         store_params(self, locals())
@@ -124,7 +136,8 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         kernels, p = check_params(self.kernels, self.p, self.lam, self.C, self.eta, self.switch_after,
                                   self.budget, self.eviction)
         check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
-        check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True)
+        if self.stage2_epochs != "auto":
+            check_number("stage2_epochs", self.stage2_epochs, low=0, integer=True, hint=" (or 'auto')")
         check_choice("loss", self.loss, ("auto", "hinge", "multiclass_hinge"))
         check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
         return kernels, p
@@ -159,18 +172,26 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         yi = self._encode(y, classes, engine.binary)
         self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
         rng = np.random.default_rng(self.random_state)
-        fast = N * N * (engine.ck.n_kernels + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
-        run = (engine.fit_pass_precomputed(X, yi) if fast
-               else engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES // 2))
+        F = engine.ck.n_kernels
+        fast = N * N * (F + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
+        # else float32 matrices, computed in row blocks whose float64 work fits beside them
+        rows32 = 0 if fast else (KERNEL_CACHE_BYTES - N * N * F * 4) // (N * (F + 3) * 8)
+        if fast or rows32 >= MIN_CHUNK:
+            fast, run = True, engine.fit_pass_precomputed(X, yi, 0 if fast else int(rows32))
+        else:
+            run = engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES // 2)
         for _ in range(self.stage1_epochs):
             if run(rng.permutation(N)) == 0:
                 break
         self.stage1_updates_ = int(engine.istate[_co.I_UPDATES])
-        if self.stage2_epochs > 0:
+        epochs2 = self.stage2_epochs
+        if epochs2 == "auto":
+            epochs2 = STAGE2_EPOCHS_FEW if len(classes) <= FEW_CLASSES else STAGE2_EPOCHS_MANY
+        if epochs2 > 0:
             train_scores = run.train_scores() if fast else engine.scores_many(X)
             mean_loss = float(hinge_losses(train_scores, yi, engine.binary).mean())
             engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
-            for _ in range(self.stage2_epochs):
+            for _ in range(epochs2):
                 run(rng.integers(0, N, size=N))
         return self
 

@@ -84,6 +84,7 @@ SCORES_GIVEN = 2
 PREDICT = 3
 FROM_MATRIX = 4  # obscure_run only
 REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
+SCORES_MIXED = 6  # obscure_run's FROM_MATRIX path with many outputs: the caller filled ``scores``
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -203,10 +204,19 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     kv = np.empty((F, ROW_BLOCK if gather else 0))
     ws = np.empty(ROW_BLOCK if gather else 0)
     loss, yhat, updated = 0.0, -1, False
+    # Multiclass: the scores from the mixed kernel, and the per-kernel scores only of the two
+    # outputs an update needs (gather_mixed).  Binary problems have one output, which every
+    # update needs per kernel: the dense sums of add_block_scores.
+    mixed = gather and st.hyper[H_BINARY] == 0.0
+    a = np.empty(F)
+    km = np.empty(Kt.shape[2] if mixed else 0)
     for t in range(order.shape[0]):
         i = order[t]
         step_mode = FUSED if mode == REPLAY else mode
-        if gather:
+        if mixed:
+            gather_mixed(i, Yi[i], Kt, sv_index, buf, st, a, km)
+            step_mode = SCORES_MIXED
+        elif gather:
             n = istate[I_N]
             # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
             g[:, :] = 0.0
@@ -235,6 +245,75 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     return n_updates, loss, yhat, updated, slot
 
 
+@njit
+def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
+    """Fill ``st.scores`` for training example ``i`` (label ``y``) from the precomputed matrices, and the
+    columns of ``st.g`` that its update reads, without a per-kernel scatter over the buffer.
+
+    The output scores need only the mixed kernel: ``scores[c] = scale sum_s coef_s
+    ([ypos_s = c] - [yneg_s = c]) sum_j a_j Kt[j, i, sv_s]``, one value per stored row where
+    the per-kernel scores ``g[j, c]`` take ``F`` per output (``2 F`` read-modify-writes of
+    ``g`` per row, or ``F + 1`` dot products per output: most of a multiclass step's time).  The norm update reads ``g[:, cpos]`` and
+    ``g[:, cneg]`` only, for the class pair of a margin error: those two columns are summed in
+    a second pass over the rows holding either class, only when there is an update.  Other
+    columns of ``g`` are left stale (only :func:`obscure_step` with :data:`SCORES_MIXED`, which
+    reads the given scores and those two columns, follows).  ``a``: scratch of ``F``; ``km``:
+    scratch of ``Kt.shape[2]``.  When the stored rows outnumber half the columns of ``Kt`` (an
+    example stored with several class pairs), the mixed kernel of every column is computed
+    first, in one contiguous pass per kernel, and each row reads its column's value: one
+    read per row instead of ``F`` scattered ones.
+    """
+    coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
+    theta_sq, istate, fstate, hyper, g, scores = st
+    F = g.shape[0]
+    n = istate[I_N]
+    binary = hyper[H_BINARY] != 0.0
+    n_out = 1 if binary else int(hyper[H_NCLASS])
+    mirror_weights(theta_sq, hyper[H_Q], a)
+    for c in range(n_out):
+        scores[c] = 0.0
+    if 2 * n >= km.shape[0]:
+        km[:] = 0.0
+        for j in range(F):
+            for u in range(km.shape[0]):
+                km[u] += a[j] * Kt[j, i, u]
+        for s in range(n):
+            v = coef[s, 0] * km[sv_index[s]]
+            scores[ypos[s]] += v
+            if yneg[s] >= 0:
+                scores[yneg[s]] -= v
+    else:
+        for s in range(n):
+            u = sv_index[s]
+            v = 0.0
+            for j in range(F):
+                v += a[j] * Kt[j, i, u]
+            v *= coef[s, 0]
+            scores[ypos[s]] += v
+            if yneg[s] >= 0:
+                scores[yneg[s]] -= v
+    sc = fstate[F_SCALE]
+    for c in range(n_out):
+        scores[c] *= sc
+    err, cpos, cneg = hinge_step_direction(scores, y, n_out, binary)[1:4]
+    if not err:
+        return
+    for j in range(F):
+        g[j, cpos] = 0.0
+        if cneg >= 0:
+            g[j, cneg] = 0.0
+    for s in range(n):
+        yp, yn = ypos[s], yneg[s]
+        pos = yp == cpos or yp == cneg
+        neg = yn >= 0 and (yn == cpos or yn == cneg)
+        if pos or neg:
+            u = sv_index[s]
+            for j in range(F):
+                v = coef[s, 0] * Kt[j, i, u]
+                if pos:
+                    g[j, yp] += v
+                if neg:
+                    g[j, yn] -= v
 @njit_inline
 def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
@@ -242,7 +321,8 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``mode`` says where the raw
     per-kernel scores ``g`` come from: :data:`FUSED`, the fused serial pass over the buffer;
     :data:`SCORES_GIVEN`, the caller has filled ``g`` (the ``fit`` pass, and the parallel
-    passes on large buffers, compiled only when used);
+    passes on large buffers, compiled only when used); :data:`SCORES_MIXED`, the caller has
+    filled ``scores`` and the columns of ``g`` an update reads (:func:`gather_mixed`);
     :data:`PREDICT`, the fused pass and no update: ``scores`` are filled, nothing else changes
     (called through :func:`obscure_run`, the one compiled entry point).
 
@@ -274,11 +354,12 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
     xdiag = np.empty(F)
     prepare_query(x, spec, xsq, xdiag)
     query = Query(x, xsq, xdiag)
-    if mode != SCORES_GIVEN:
+    if mode != SCORES_GIVEN and mode != SCORES_MIXED:
         kernel_scores(query, rows, n, spec, coef, ypos, yneg, g)
     a = np.empty(F)
     mirror_weights(theta_sq, q, a)
-    class_scores(g, a, fstate[F_SCALE], n_out, scores)
+    if mode != SCORES_MIXED:
+        class_scores(g, a, fstate[F_SCALE], n_out, scores)
     if mode == PREDICT:
         return 0.0, -1, False, -1
     loss, err, cpos, cneg, sign, yhat = hinge_step_direction(scores, y, n_out, binary)

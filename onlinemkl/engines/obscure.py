@@ -227,16 +227,29 @@ class ObscureEngine(BufferEngine):
         rows = 0 if self.hyper[_co.H_BUDGET] > 0 else n
         return np.full((rows, 2), -1, dtype=np.int64)
 
-    def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray):
+    def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray, block_rows: int = 0):
         """A function running steps on training indices with precomputed kernel matrices.
 
         The matrices ``K_j(X, X)`` come from one BLAS product per feature group
         (the authors' toolbox precomputes them too); each step then gathers its
         kernel row instead of recomputing it.  Same results as per-example steps.
+
+        ``block_rows > 0``: the matrices are kept in float32 (half the memory; LIBSVM's kernel
+        cache keeps single precision too) and computed ``block_rows`` rows at a time, so that
+        only those rows' float64 work arrays exist beside them.  The steps then read kernel
+        values rounded to about 1e-7 relative: the same algorithm, not the same bits.
         """
         X = np.ascontiguousarray(X, dtype=np.float64)
         yi = np.ascontiguousarray(yi, dtype=np.int64)
-        Kt = block_kernels(X, X, self.ck)
+        if block_rows > 0:
+            # each block of rows against itself and the later rows, mirrored: half the kernel values
+            Kt = np.empty((self.ck.n_kernels, X.shape[0], X.shape[0]), dtype=np.float32)
+            for s in range(0, X.shape[0], block_rows):
+                e = min(s + block_rows, X.shape[0])
+                Kt[:, s:e, s:] = block_kernels(X[s:e], X[s:], self.ck)
+                Kt[:, e:, s:e] = Kt[:, s:e, e:].transpose(0, 2, 1)
+        else:
+            Kt = block_kernels(X, X, self.ck)
         sv_index = np.zeros(0, dtype=np.int64)
         state = {"sv": sv_index}
 
@@ -263,8 +276,10 @@ class ObscureEngine(BufferEngine):
             Mi = np.zeros((X.shape[0], self.n_outputs))
             np.add.at(Mi, state["sv"][:n], self.coefficient_matrix() * self.fstate[_co.F_SCALE])
             out = np.zeros((X.shape[0], self.n_outputs))
-            for j in range(self.ck.n_kernels):
-                out += a[j] * (Kt[j] @ Mi)
+            rows = block_rows if block_rows > 0 else X.shape[0]
+            for s in range(0, X.shape[0], rows):  # float32 matrices: a float64 copy of a block at a time
+                for j in range(self.ck.n_kernels):
+                    out[s:s + rows] += a[j] * (Kt[j, s:s + rows].astype(np.float64, copy=False) @ Mi)
             return out
 
         run.train_scores = train_scores
