@@ -12,8 +12,9 @@ decorators below; no module passes Numba options of its own.
 * ``njit_sum`` / ``njit_contract`` -- the same with the few fast-math flags a
   small loop needs to vectorise: reassociation for pure accumulations (dot
   products, sums of squares), contraction for a polynomial.  Plain Numba
-  throughout, no hand-written LLVM: ``NUMBA_DISABLE_JIT=1`` runs the library
-  as Python (for a debugger or line coverage).
+  throughout, except the few intrinsics of ``_core/simd.py``, each with a plain
+  twin that runs instead under ``NUMBA_DISABLE_JIT=1`` (the library then runs
+  as Python, for a debugger or line coverage).
 * ``njit_parallel`` -- the same, with ``parallel=True`` for ``prange`` loops
   over independent outputs.  Never cached (Numba's cache of parallel functions
   is fragile across processes and thread layers).

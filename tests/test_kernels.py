@@ -475,10 +475,12 @@ def test_exp_neg_block_within_one_ulp_of_libm_and_zero_below_the_floor():
 
 
 @pytest.mark.parametrize("m", [0, 1, 13, 512])
-@pytest.mark.parametrize("C", [1, 3, 10])
-@pytest.mark.parametrize("F", [1, 5])
+@pytest.mark.parametrize("C", [1, 2, 3, 5, 10])
+@pytest.mark.parametrize("F", [1, 5, 7, 10])
 def test_accumulate_block_equals_the_plain_sum(m, C, F):
-    """The dense accumulation (a weight row per output, a dot product per kernel) against numpy."""
+    """The dense accumulation (tiles of kernels by outputs, or for one output a weight row and a
+    dot product per kernel) against numpy: kernel and output counts that fill no tile, one, or
+    leave a remainder."""
     rng = np.random.default_rng(10 * m + C + 1000 * F)
     n, i0 = 1200, 37
     coef = rng.normal(size=(n, 1)) * np.exp(rng.normal(size=(n, 1)) * 2)

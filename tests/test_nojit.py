@@ -1,4 +1,5 @@
-"""The whole library runs as plain Python with ``NUMBA_DISABLE_JIT=1`` (plain Numba, no intrinsics).
+"""The whole library runs as plain Python with ``NUMBA_DISABLE_JIT=1`` (the intrinsics of
+``_core/simd.py`` replaced by their plain twins).
 
 That is what lets the compiled code be stepped through in a debugger and measured by line
 coverage.  A fresh interpreter is needed: Numba reads the variable when it is imported.
@@ -17,6 +18,8 @@ from onlinemkl import (NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRegresso
 from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
 import numba
 assert numba.config.DISABLE_JIT
+from onlinemkl._core import simd
+assert simd.dots_block is simd.dots_block_plain  # the intrinsic's plain twin
 rng = np.random.default_rng(0)
 X = rng.normal(size=(60, 3))
 y = (X[:, 0] > 0).astype(int)

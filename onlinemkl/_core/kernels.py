@@ -13,14 +13,16 @@ Two shapes of the same computation:
   stored example at a time, for the bookkeeping of single rows (eviction, norms);
 * per block (:func:`kernel_row_block`): :data:`ROW_BLOCK` stored rows at once, the
   kind of each kernel dispatched once per block, every loop a straight body (the dot
-  products eight rows at a time, the exponentials through :func:`exp_neg_block`'s
+  products eight rows at a time, :func:`~onlinemkl._core.simd.dots_block`, the exponentials through :func:`exp_neg_block`'s
   straight-line polynomial, with no call in the loop).
   Every pass over the buffer (kernel rows, scores, proximal scores, eviction scans)
   goes through it.
 
 The two agree within a few ulps of the values (the sums run in another order,
 the exponential is a polynomial in one and libm's in the other); the tests state
-the tolerances.  Plain Numba throughout: ``NUMBA_DISABLE_JIT=1`` runs it as Python.
+the tolerances.  Plain Numba throughout but for the dot products' intrinsic
+(:mod:`onlinemkl._core.simd`, whose plain twin runs instead under ``NUMBA_DISABLE_JIT=1``,
+which runs all of this as Python).
 
 The squared distance comes from the cached squared norms,
 ``|x|^2 + |s|^2 - 2 x.s`` clipped at 0, except on groups that carry a
@@ -51,6 +53,7 @@ import numba
 import numpy as np
 
 from .._config import njit, njit_contract, njit_inline, njit_parallel
+from .simd import dots_block
 from .state import Work
 
 LINEAR = 0
@@ -163,43 +166,6 @@ def group_row_dot(x, S, i, granges, r0, r1):
     for r in range(r0, r1):
         acc += row_dot(x, S, i, granges[r, 0], granges[r, 1])
     return acc
-
-
-@njit_contract
-def dots_block(x, S, i0, m, c0, c1, out):
-    """``out[t] = x[c0:c1] . S[i0 + t, c0:c1]`` for ``t < m`` (one column range).
-
-    Eight rows at a time, columns inner: eight independent sums side by side.  A group holds
-    few columns (often 5-50), so a sum vectorised along the columns (``reassoc``) spends its
-    time in the horizontal reduction and the remainder loop, twice as slow here.
-    """
-    Sb = S[i0:i0 + m]
-    xc_ = x[c0:c1]
-    d = c1 - c0
-    m8 = m - m % 8
-    for t in range(0, m8, 8):
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-        for c in range(d):
-            xc = xc_[c]
-            cc = c0 + c
-            a0 += xc * Sb[t, cc]
-            a1 += xc * Sb[t + 1, cc]
-            a2 += xc * Sb[t + 2, cc]
-            a3 += xc * Sb[t + 3, cc]
-            a4 += xc * Sb[t + 4, cc]
-            a5 += xc * Sb[t + 5, cc]
-            a6 += xc * Sb[t + 6, cc]
-            a7 += xc * Sb[t + 7, cc]
-        out[t] = a0
-        out[t + 1] = a1
-        out[t + 2] = a2
-        out[t + 3] = a3
-        out[t + 4] = a4
-        out[t + 5] = a5
-        out[t + 6] = a6
-        out[t + 7] = a7
-    for t in range(m8, m):
-        out[t] = row_dot(x, Sb, t, c0, c1)
 
 
 @njit_contract

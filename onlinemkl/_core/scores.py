@@ -29,6 +29,10 @@ from .kernels import ROW_BLOCK, block_work, kernel_row_block
 #: past it, the row-by-row scatter (whose cost does not grow with the outputs) is cheaper.
 DENSE_OUTPUTS = 12
 
+#: Kernels and outputs per pass of :func:`accumulate_block` (:func:`signed_tile`).
+TILE_KERNELS = 5
+TILE_OUTPUTS = 4
+
 
 @njit_sum
 def dot_at(a, b, m):
@@ -45,27 +49,112 @@ def dense_accumulation(coef, g_out):
     return coef.shape[1] == 1 and g_out.shape[1] <= DENSE_OUTPUTS
 
 
+@njit_sum
+def signed_tile(kv, j0, nj, cb, yp, yn, m, c0, r):
+    """The dense sums of up to :data:`TILE_KERNELS` kernels ``j0 .. j0+nj-1`` and the
+    :data:`TILE_OUTPUTS` outputs ``c0 ..`` in one pass over a block:
+    ``r[TILE_OUTPUTS a + c] = sum_t kv[j0 + a, t] cb[t, 0] s_{c0+c}(t)`` (``s`` as in
+    :func:`accumulate_block`, made in the loop from ``yp``/``yn``).
+
+    Twenty independent sums in one loop, which LLVM vectorises (``reassoc``): each kernel's
+    row is read once for four outputs, and the signed weights never go through memory.  A
+    tile narrower than five kernels repeats kernel ``j0`` in the unused places (its sums
+    are dropped): one loop body for every kernel count, so one compilation.
+    """
+    k0 = kv[j0]
+    k1 = kv[j0 + 1 if nj > 1 else j0]
+    k2 = kv[j0 + 2 if nj > 2 else j0]
+    k3 = kv[j0 + 3 if nj > 3 else j0]
+    k4 = kv[j0 + 4 if nj > 4 else j0]
+    a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = a20 = a21 = 0.0
+    a22 = a23 = a30 = a31 = a32 = a33 = a40 = a41 = a42 = a43 = 0.0
+    for t in range(m):
+        w = cb[t, 0]
+        p = yp[t]
+        q = yn[t]
+        # arithmetic, not a branch: random classes would mispredict one
+        w0 = w * (int(p == c0) - int(q == c0))
+        w1 = w * (int(p == c0 + 1) - int(q == c0 + 1))
+        w2 = w * (int(p == c0 + 2) - int(q == c0 + 2))
+        w3 = w * (int(p == c0 + 3) - int(q == c0 + 3))
+        v0 = k0[t]
+        v1 = k1[t]
+        v2 = k2[t]
+        v3 = k3[t]
+        v4 = k4[t]
+        a00 += v0 * w0
+        a01 += v0 * w1
+        a02 += v0 * w2
+        a03 += v0 * w3
+        a10 += v1 * w0
+        a11 += v1 * w1
+        a12 += v1 * w2
+        a13 += v1 * w3
+        a20 += v2 * w0
+        a21 += v2 * w1
+        a22 += v2 * w2
+        a23 += v2 * w3
+        a30 += v3 * w0
+        a31 += v3 * w1
+        a32 += v3 * w2
+        a33 += v3 * w3
+        a40 += v4 * w0
+        a41 += v4 * w1
+        a42 += v4 * w2
+        a43 += v4 * w3
+    r[0] = a00
+    r[1] = a01
+    r[2] = a02
+    r[3] = a03
+    r[4] = a10
+    r[5] = a11
+    r[6] = a12
+    r[7] = a13
+    r[8] = a20
+    r[9] = a21
+    r[10] = a22
+    r[11] = a23
+    r[12] = a30
+    r[13] = a31
+    r[14] = a32
+    r[15] = a33
+    r[16] = a40
+    r[17] = a41
+    r[18] = a42
+    r[19] = a43
+
+
 @njit
 def accumulate_block(kv, m, coef, i0, ypos, yneg, ws, g_out):
     """``g_out[j, c] += sum_{t < m} kv[j, t] * coef[i0 + t, 0] * s_c(i0 + t)`` for every kernel and output.
 
-    ``s_c(i) = 1`` if ``ypos[i] = c``, ``-1`` if ``yneg[i] = c``, else 0.  For each output the
-    weights ``w_c = coef * s_c`` (exactly ``+-coef`` or a zero) go to ``ws`` (scratch of ``>= m``
-    entries), then every kernel's row of values meets them in one dot product: no
-    read-modify-write of ``g_out`` per row, which would wait on itself whenever consecutive
-    rows share a class.
+    ``s_c(i) = 1`` if ``ypos[i] = c``, ``-1`` if ``yneg[i] = c``, else 0.  No read-modify-write
+    of ``g_out`` per row, which would wait on itself whenever consecutive rows share a class:
+    with several outputs, tiles of :data:`TILE_KERNELS` kernels by :data:`TILE_OUTPUTS` outputs
+    (:func:`signed_tile`, the weights made in registers); with one output (binary models), the
+    weights ``w = coef * s`` (exactly ``+-coef`` or a zero) go to ``ws`` (scratch of ``>= m``
+    entries, at least :data:`TILE_KERNELS` x :data:`TILE_OUTPUTS`) and every kernel's row meets
+    them in one dot product.
     """
     C = g_out.shape[1]
     F = kv.shape[0]
     cb = coef[i0:i0 + m]
     yp = ypos[i0:i0 + m]
     yn = yneg[i0:i0 + m]
-    for c in range(C):
+    if C == 1:
         for t in range(m):
-            # arithmetic, not a branch: random classes would mispredict one
-            ws[t] = cb[t, 0] * (int(yp[t] == c) - int(yn[t] == c))
+            ws[t] = cb[t, 0] * (int(yp[t] == 0) - int(yn[t] == 0))
         for j in range(F):
-            g_out[j, c] += dot_at(kv[j], ws, m)
+            g_out[j, 0] += dot_at(kv[j], ws, m)
+        return
+    for c0 in range(0, C, TILE_OUTPUTS):
+        nc = min(TILE_OUTPUTS, C - c0)
+        for j0 in range(0, F, TILE_KERNELS):
+            nj = min(TILE_KERNELS, F - j0)
+            signed_tile(kv, j0, nj, cb, yp, yn, m, c0, ws)
+            for a in range(nj):
+                for c in range(nc):
+                    g_out[j0 + a, c0 + c] += ws[TILE_OUTPUTS * a + c]
 
 
 @njit
