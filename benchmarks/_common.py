@@ -132,6 +132,18 @@ def quick_args(argv, doc: str, quick_help: str | None = None) -> argparse.Namesp
     return ap.parse_args(argv)
 
 
+def ab_arguments(doc: str, figures, name: str) -> argparse.ArgumentParser:
+    """The command line every two-checkout A/B benchmark shares (``--a``/``--b``, ``--rounds``,
+    ``--figures``, ``--name``); a script adds its own options to the parser it returns."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--a", required=True, type=Path, help="checkout A (before)")
+    ap.add_argument("--b", required=True, type=Path, help="checkout B (after)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternations of A and B per figure")
+    ap.add_argument("--figures", default=",".join(figures), help="comma-separated subset")
+    ap.add_argument("--name", default=name, help="report name in benchmarks/results/")
+    return ap
+
+
 def single_thread_blas():
     """Context manager limiting BLAS/OpenMP to one thread (threadpoolctl)."""
     from threadpoolctl import threadpool_limits

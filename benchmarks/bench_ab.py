@@ -32,7 +32,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -42,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_report  # noqa: E402
+from _common import ab_arguments, write_report  # noqa: E402
 
 CHILD = r'''
 import json, sys, time
@@ -138,13 +137,8 @@ def run_child(checkout: Path, cache: Path, what: str, quick: bool, no_replay: bo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--a", required=True, type=Path, help="checkout A (before)")
-    ap.add_argument("--b", required=True, type=Path, help="checkout B (after)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternations of A and B per figure")
+    ap = ab_arguments(__doc__, FIGURES, "ab")
     ap.add_argument("--quick", action="store_true", help="small buffers and streams (a smoke run)")
-    ap.add_argument("--figures", default=",".join(FIGURES), help="comma-separated subset")
-    ap.add_argument("--name", default="ab", help="report name in benchmarks/results/")
     ap.add_argument("--no-replay", action="store_true",
                     help="OBSCURE with replay=0 in versions that have replay (a default since 6ed2143: up to 5 "
                          "extra steps after a margin error, so more stored rows and more work per example): "

@@ -28,7 +28,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -38,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_report  # noqa: E402
+from _common import ab_arguments, write_report  # noqa: E402
 
 CHILD = r'''
 import copy, json, os, sys, time
@@ -125,13 +124,8 @@ def run_child(checkout: Path, cache: Path, what: str, model: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--a", required=True, type=Path, help="checkout A (before)")
-    ap.add_argument("--b", required=True, type=Path, help="checkout B (after)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternations of A and B per figure")
-    ap.add_argument("--figures", default=",".join(FIGURES), help="comma-separated subset")
+    ap = ab_arguments(__doc__, FIGURES, "overhead")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
-    ap.add_argument("--name", default="overhead", help="report name in benchmarks/results/")
     ap.add_argument("--cache", type=Path, default=None,
                     help="parent of the two Numba caches (default: a new temporary directory, compiled cold)")
     args = ap.parse_args()

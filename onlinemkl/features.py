@@ -173,8 +173,8 @@ class FeatureMap:
         return dict(cls._items(x))
 
     def encode(self, x: dict, grow: bool = False) -> np.ndarray:
-        """The float64 row of dict example ``x`` in one pass ('arrival' maps: the adapters'
-        per-example path); with ``grow`` unseen names get columns, after every value is checked."""
+        """The float64 row of dict example ``x`` ('arrival' maps: the adapters' per-example path);
+        with ``grow`` unseen names get columns, after every value is checked."""
         if grow and self.ordered != "arrival":
             raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
         if self.hashing is not None:
@@ -183,23 +183,12 @@ class FeatureMap:
             for k, v in self._items(x):
                 out[hashed_column(k, width)] += v  # colliding names add up (as scikit-learn's FeatureHasher)
             return out
-        # One pass that checks each value (as _items) and writes the known names' columns; the
-        # new names wait until every value has passed, then get their columns.
+        # Every value checked first (as values()); the known names' columns written as they come,
+        # the new names' once every value has passed.
         cols = self.columns
         out = np.zeros(len(self.names))
         new = None
-        lim = MAX_ABS_VALUE
-        for k, v in x.items():
-            t = type(v)
-            if t is float:
-                if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
-                    check_feature_value(k, v)
-            elif t is int:
-                if not -lim <= v <= lim:
-                    check_feature_value(k, v)
-                v = float(v)
-            else:
-                v = check_feature_value(k, v)
+        for k, v in self._items(x):
             c = cols.get(k)
             if c is not None:
                 out[c] = v
