@@ -17,12 +17,14 @@ The model is ``theta^j = scale_j * sum_s coef[s, j] (phi_j(x_s, ypos_s) - phi_j(
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._config import njit
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block
 from .scores import add_block_scores, dense_accumulation
-from .state import Query
+from .state import Query, Rows
 
 EVICT_OLDEST = 0
 EVICT_LEAST_IMPACT = 1
@@ -167,8 +169,20 @@ def evict(e, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params):
             g[j, cn] -= v
 
 
+class Projection(NamedTuple):
+    """What :func:`project_onto` needs of the evicted row ``e`` and its partner ``p``: the kernels'
+    squared weights ``wsq[F]``, the raw scores ``ge``/``gp`` of ``x_e``/``x_p`` (``[F, C]``), and
+    ``kep[F] = K_j(x_e, x_p)``, ``kxp[F, 1] = K_j(x, x_p)`` for the query ``x``."""
+
+    wsq: np.ndarray
+    ge: np.ndarray
+    gp: np.ndarray
+    kep: np.ndarray
+    kxp: np.ndarray
+
+
 @njit
-def partner_scan(e, d, n, rows, spec, coef, ypos, yneg, wsq, ge, kep):
+def partner_scan(e, d, n, buf, spec, wsq, ge, kep):
     """One pass over the buffer for stored row ``e`` (about to be evicted; one shared coefficient).
 
     Fills ``ge[j, c]``, the raw scores of ``x_e`` (what :func:`evict` needs), and returns the
@@ -178,9 +192,12 @@ def partner_scan(e, d, n, rows, spec, coef, ypos, yneg, wsq, ge, kep):
     projection of ``coef_e u_e`` onto ``u_p`` in the weighted sum of the kernels' spaces) among
     those with ``sum_j wsq_j K_j(x_e, x_p) > 0``, so that the projection never flips a row's sign
     (a binary row's label is its coefficient's sign); ``kep[j] = K_j(x_e, x_p)``.  ``d``: the
-    row's features in use.  Returns -1 when no row qualifies.
+    row's features in use; ``buf`` the :class:`~onlinemkl._core.state.LabelledRows`.  Returns -1
+    when no row qualifies.
     """
     F = spec.codes.shape[0]
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
+    coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
     params, sdiag = spec.params, rows.sdiag
     ge[:, :] = 0.0
     qe = Query(rows.S[e, :d].copy(), rows.ssq[e, :].copy(), sdiag[e, :].copy())
@@ -214,7 +231,7 @@ def partner_scan(e, d, n, rows, spec, coef, ypos, yneg, wsq, ge, kep):
 
 
 @njit
-def project_onto(e, p, wsq, theta_sq, g, ge, gp, kep, kxp, ypos, yneg, coef, sdiag, params):
+def project_onto(e, p, buf, params, theta_sq, g, pr):
     """Move the part of stored row ``e``'s contribution along partner ``p`` (same class pair) onto it.
 
     Before :func:`evict` takes ``e`` out: ``coef_p += delta`` with ``delta = coef_e sum_j wsq_j
@@ -223,8 +240,12 @@ def project_onto(e, p, wsq, theta_sq, g, ge, gp, kep, kxp, ypos, yneg, coef, sdi
     ``theta^j`` and ``w^j``), so that only the residual leaves the model: with one coefficient
     shared by all kernels, one number fits them all.  Exact updates of the norms (``gp`` the raw
     scores of ``x_p``, ``ge`` those of ``x_e``, before any change) and of the query's scores
-    ``g`` (``kxp[j, 0] = K_j(x, x_p)``); ``ge`` is brought up to date for :func:`evict`.
+    ``g`` (``kxp[j, 0] = K_j(x, x_p)``); ``ge`` is brought up to date for :func:`evict`.  ``buf``:
+    the :class:`~onlinemkl._core.state.LabelledRows`; ``pr``: the :class:`Projection` of ``e``
+    onto ``p`` (``wsq``, ``ge``, ``gp``, ``kep``, ``kxp``).
     """
+    wsq, ge, gp, kep, kxp = pr
+    ypos, yneg, coef, sdiag = buf.ypos, buf.yneg, buf.coef, buf.sdiag
     F = theta_sq.shape[0]
     num = 0.0
     den = 0.0

@@ -30,7 +30,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._config import njit, njit_inline
-from .buffer import choose_evictee, evict, fold_scales, partner_scan, project_onto, store, update_norms_add
+from .buffer import (Projection, choose_evictee, evict, fold_scales, partner_scan, project_onto, store,
+                     update_norms_add)
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .scores import add_block_scores, dense_accumulation, kernel_scores
 from .state import KernelSpec, LabelledRows, Query, Rows
@@ -429,7 +430,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
             # row to project x_e's contribution onto, see buffer.project_onto) and K_j(x, x_e)
             ge = np.empty_like(g)
             kep = np.zeros(F)
-            p = partner_scan(slot, x.shape[0], n, rows, spec, coef, ypos, yneg, wsq, ge, kep)
+            p = partner_scan(slot, x.shape[0], n, buf, spec, wsq, ge, kep)
             if p >= 0:
                 # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
                 gp = np.empty_like(g)
@@ -437,7 +438,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
                 kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
                 kxp = np.empty((F, 1))
                 kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp, 0)
-                project_onto(slot, p, wsq, theta_sq, g, ge, gp, kep, kxp, ypos, yneg, coef, sdiag, params)
+                project_onto(slot, p, buf, params, theta_sq, g, Projection(wsq, ge, gp, kep, kxp))
             kx = np.empty((F, 1))
             kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
             evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
