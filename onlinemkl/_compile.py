@@ -10,7 +10,8 @@ With a warm cache :func:`warmup` takes about as long as importing the learners.
 Each learner is compiled by running it, through its public API, on a tiny synthetic data
 set: the calls a user makes are exactly the compiled entry points that must be ready,
 and options (losses, regularisers, eviction policies, stages) are integer codes inside
-the same compiled functions, so one run covers them.  The parallel variants (used from
+the same compiled functions, so one run covers them.  The exception is OBSCURE's budget:
+with and without one are two variants (``warmup``'s ``budget``).  The parallel variants (used from
 ``PARALLEL_MIN_ROWS`` stored examples) are never cached (see :mod:`onlinemkl._config`),
 so they are not compiled here either.
 
@@ -60,45 +61,49 @@ def _fit_predict(model, y):
     model.fit(X, y).predict(X)
 
 
-def _river_obscure():
+def _river_obscure(budget=None):
     from .river import OBSCUREClassifier
 
-    # switch_after: reach the stochastic second stage within the tiny stream
-    _stream(OBSCUREClassifier(switch_after=N_EXAMPLES // 2, budget=N_EXAMPLES // 2), _arrays()[1], proba=True)
+    # switch_after: reach the stochastic second stage within the tiny stream.  A learner with a
+    # budget runs a variant of the compiled step with the eviction code, one without it a
+    # variant without (see _core.obscure.obscure_step): each is compiled only where asked for.
+    for budgeted in (False, True) if budget is None else (budget,):
+        learner = OBSCUREClassifier(switch_after=N_EXAMPLES // 2, budget=N_EXAMPLES // 2 if budgeted else None)
+        _stream(learner, _arrays()[1], proba=True)
 
 
-def _river_proximal():
+def _river_proximal(budget=None):
     from .river import ProximalMKLClassifier
 
     # replay=2 (with a budget 'auto' is 0): replay's steps are a compiled entry point of their own
     _stream(ProximalMKLClassifier(budget=N_EXAMPLES // 2, replay=2), _arrays()[1], proba=True)
 
 
-def _river_proximal_regressor():
+def _river_proximal_regressor(budget=None):
     from .river import ProximalMKLRegressor
 
     _stream(ProximalMKLRegressor(budget=N_EXAMPLES // 2), _arrays()[2], proba=False)
 
 
-def _sklearn_obscure():
+def _sklearn_obscure(budget=None):
     from .obscure import OBSCUREClassifier
 
     _fit_predict(OBSCUREClassifier(random_state=0), _arrays()[1])
 
 
-def _sklearn_proximal():
+def _sklearn_proximal(budget=None):
     from .proximal import ProximalMKLClassifier
 
     _fit_predict(ProximalMKLClassifier(n_epochs=1, random_state=0), _arrays()[1])
 
 
-def _sklearn_proximal_regressor():
+def _sklearn_proximal_regressor(budget=None):
     from .proximal import ProximalMKLRegressor
 
     _fit_predict(ProximalMKLRegressor(n_epochs=1, random_state=0), _arrays()[2])
 
 
-def _sequence():
+def _sequence(budget=None):
     from .sequence import SequenceMKLLabeler
 
     X, _, _ = _arrays()
@@ -108,7 +113,7 @@ def _sequence():
     model.predict_one(X[:4])
 
 
-def _polymkl():
+def _polymkl(budget=None):
     # The river adapter (onlinemkl.river.PolyMKLRegressor, the command line's 'polymkl')
     # runs the same engine's learn_batch and predict.
     from .polymkl import PolyMKLRegressor
@@ -116,7 +121,7 @@ def _polymkl():
     _fit_predict(PolyMKLRegressor(degree=2, n_iter=5, random_state=0), _arrays()[2])
 
 
-def _nonlinear():
+def _nonlinear(budget=None):
     from .nonlinear import NonlinearKRRRegressor
 
     _fit_predict(NonlinearKRRRegressor(degree=2, max_iter=2, random_state=0), _arrays()[2])
@@ -164,7 +169,7 @@ class _Ticker:
             self._thread.join()
 
 
-def warmup(learners=None, progress=True) -> dict:
+def warmup(learners=None, progress=True, budget=None) -> dict:
     """Compile the learners' Numba code (or load it from the on-disk cache); per-learner seconds.
 
     Parameters
@@ -175,6 +180,10 @@ def warmup(learners=None, progress=True) -> dict:
     progress : bool or None, default True
         Show a tqdm bar on standard error, labelled with the learner being compiled and the
         elapsed time.  None: only when standard error is a terminal (tqdm's rule).
+    budget : bool or None, default None
+        Which variants to compile where a learner's budget selects one (OBSCURE compiles its
+        eviction code only for a learner with a budget): None both, True or False only that
+        one (the commands pass their learner's, so that a run compiles only what it uses).
 
     Returns
     -------
@@ -213,7 +222,7 @@ def warmup(learners=None, progress=True) -> dict:
         for name in names:
             bar.set_description(label(name), refresh=False)
             t0 = time.perf_counter()
-            WARMUPS[name][1]()
+            WARMUPS[name][1](budget)
             seconds[name] = time.perf_counter() - t0
             bar.update(1)
     return seconds

@@ -5,6 +5,7 @@ import copy
 
 import numpy as np
 import pytest
+from numba import types
 
 import naive
 from onlinemkl import OBSCUREClassifier
@@ -681,7 +682,7 @@ def test_fit_with_float32_matrices_close_to_float64(monkeypatch, n_classes):
         shapes.append((Xq.shape[0], S.shape[0]))
         return real(Xq, S, ck)
 
-    real_run = eo.ObscureEngine._run
+    real_run = eo.ObscureEngine._fit_run
 
     def run_recording(self, order, X_, Yi, Kt, *rest):
         dtypes.append(Kt.dtype)
@@ -689,7 +690,7 @@ def test_fit_with_float32_matrices_close_to_float64(monkeypatch, n_classes):
 
     monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", cap)
     monkeypatch.setattr(eo, "block_kernels", recording)
-    monkeypatch.setattr(eo.ObscureEngine, "_run", run_recording)
+    monkeypatch.setattr(eo.ObscureEngine, "_fit_run", run_recording)
     half = OBSCUREClassifier(**params).fit(X, y)
     # blocks of 100 rows against themselves and the later rows (the rest mirrored)
     assert shapes == [(100, 300), (100, 200), (100, 100)] and set(dtypes) == {np.dtype(np.float32)}
@@ -728,3 +729,19 @@ def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_class
     Xt, _ = make_data(40, n_classes, seed=12)
     np.testing.assert_allclose(blocked.decision_function(Xt), full.decision_function(Xt), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(blocked.kernel_weights_, full.kernel_weights_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("eviction, kept", [(types.none, False), (types.int64, True)])
+def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(eviction, kept):
+    """``obscure_step``'s eviction (``make_room``: two more passes over the buffer and a
+    projection, a fifth of a cold compilation) is pruned from the variant a learner without a
+    budget compiles: Numba's branch pruning on the ``eviction is not None`` test, run here on
+    the step's untyped IR as the compiler runs it."""
+    from numba.core import analysis, compiler, ir
+
+    func_ir = compiler.run_frontend(co.obscure_step.py_func)
+    n_args = co.obscure_step.py_func.__code__.co_argcount
+    analysis.dead_branch_prune(func_ir, (types.int64,) * (n_args - 1) + (eviction,))
+    names = {stmt.value.name for block in func_ir.blocks.values() for stmt in block.body
+             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)}
+    assert ("make_room" in names) is kept

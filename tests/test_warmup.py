@@ -50,8 +50,9 @@ def fake_compile(monkeypatch):
     state = {"offset": 0.0, "calls": []}
     monkeypatch.setattr(time, "perf_counter", lambda: real() + state["offset"])
 
-    def warmup(learners=None, progress=True):
+    def warmup(learners=None, progress=True, budget=None):
         state["calls"].append(list(learners))
+        state.setdefault("budget", []).append(budget)
         state["offset"] += 1000.0
         return {name: 1000.0 for name in learners}
 
@@ -63,11 +64,18 @@ def test_demo_reports_throughput_and_compile_time_apart(capsys, fake_compile):
     code, out, _ = run(capsys, "demo", "--budget", "50", "--no-progress")
     assert code == 0
     assert fake_compile["calls"] == [["obscure"]]
+    assert fake_compile["budget"] == [True]  # the variant with the eviction code, and only that one
     assert re.search(r"^compile seconds\s*: 1000\.0 s \(first run only", out, re.M), out
     rate = re.search(r"^examples per second\s*: ([\d,]+) \(", out, re.M)
     assert rate, out
     # 2310 examples: with the compilation inside the clock the rate would be at most 2310/1000.
     assert float(rate.group(1).replace(",", "")) > 2310 / 1000
+
+
+def test_demo_without_a_budget_compiles_only_the_variant_without_eviction(capsys, fake_compile):
+    code, _, _ = run(capsys, "demo", "--no-progress")
+    assert code == 0
+    assert fake_compile["calls"] == [["obscure"]] and fake_compile["budget"] == [False]
 
 
 def test_train_compiles_before_the_clock_starts(capsys, tmp_path, fake_compile):

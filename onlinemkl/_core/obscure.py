@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._config import njit, njit_inline
+from .._config import njit
 from .buffer import (Projection, choose_evictee, evict, fold_scales, partner_scan, project_onto, store,
                      update_norms_add)
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
@@ -83,9 +83,8 @@ class ObscureState(NamedTuple):
 FUSED = 0
 SCORES_GIVEN = 2
 PREDICT = 3
-FROM_MATRIX = 4  # obscure_run only
 REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
-SCORES_MIXED = 6  # obscure_run's FROM_MATRIX path with many outputs: the caller filled ``scores``
+SCORES_MIXED = 6  # obscure_fit_run with many outputs: the caller filled ``scores``
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -170,29 +169,67 @@ def hinge_step_direction(scores, y, n_out, binary):
 
 
 @njit
-def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
-    """Steps (or predictions) on the rows ``X[order]`` with labels ``Yi``: the one compiled entry point.
+def obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction):
+    """Steps (or predictions) on the rows ``X[order]`` with labels ``Yi``: the streaming entry point.
 
-    Learning one example, predicting one and ``fit``'s passes all come through here, so a new
-    process compiles one function whichever face it uses.  ``mode`` as :func:`obscure_step`'s,
-    plus :data:`FROM_MATRIX`: the batch ``fit`` path, where the kernel row of example ``i``
-    against the buffer is gathered from the precomputed matrices ``Kt[j, i, s]`` (``sv_index[s]``
-    is the training index of stored row ``s``, kept up to date here) instead of being
-    recomputed.  Otherwise ``Kt`` and ``sv_index`` are not read.  ``merge`` (int64 ``[slot,
-    stamp]``, or ``[-1, -1]``, or ``[slot, stamp, 1]``: the same hint made binding, see
-    :func:`obscure_step`'s ``merge_only``): where the last example is already stored;
-    with :data:`FROM_MATRIX`, either that or ``2 len(X)`` entries, ``[slot, stamp]`` of the row
-    last stored for each row of ``X`` (kept up to date here), so that an example updated again
-    with the same class pair adds to its row instead of storing a copy: the same predictor,
-    fewer rows.  :data:`REPLAY`: :data:`FUSED` steps on ``X[order]`` (replay's draws from its
-    reservoir, in one call instead of one per step) with that per-row merge table.
-    Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.  The caller guarantees capacity for
-    ``len(order)`` more rows.  ``buf``, ``spec``, ``st``: the fields of
-    :class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec` and
-    :class:`ObscureState`, as those records or as plain tuples in the same order.
+    Learning one example, predicting one and replay's steps all come through here.  ``mode``
+    as :func:`obscure_step`'s, or :data:`REPLAY`: :data:`FUSED` steps on ``X[order]`` (replay's
+    draws from its reservoir, in one call instead of one per step) with a merge hint per row
+    of ``X``.  ``merge`` (int64): ``[slot, stamp]`` where the last example is already stored,
+    or ``[-1, -1]``, or ``[slot, stamp, 1]`` (the same hint made binding, see
+    :func:`obscure_step`'s ``merge_only``); with :data:`REPLAY`, either that or ``2 len(X)``
+    entries, ``[slot, stamp]`` of the row last stored for each row of ``X`` (kept up to date
+    here), so that an example updated again with the same class pair adds to its row instead
+    of storing a copy: the same predictor, fewer rows.  ``eviction``: see :func:`obscure_step`
+    (None compiles a variant without the eviction code).
+
+    Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.
+    The caller guarantees capacity for ``len(order)`` more rows.  ``buf``, ``spec``, ``st``:
+    the fields of :class:`~onlinemkl._core.state.LabelledRows`,
+    :class:`~onlinemkl._core.state.KernelSpec` and :class:`ObscureState`, as those records or
+    as plain tuples in the same order.
     """
     # The Python layer passes plain tuples (Numba dispatches them in C, a NamedTuple through
     # Python's typeof: a per-example cost); inside, the named records.
+    buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
+    spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
+    st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
+    merge_rows = mode == REPLAY and merge.shape[0] == 2 * X.shape[0]
+    merge_only = merge.shape[0] == 3 and merge[2] != 0
+    step_mode = FUSED if mode == REPLAY else mode
+    n_updates = 0
+    loss, yhat, updated, slot = 0.0, -1, False, -1
+    last = order.shape[0] - 1
+    for t in range(order.shape[0]):
+        i = order[t]
+        if merge_rows:
+            ms, mt = merge[2 * i], merge[2 * i + 1]
+        elif t == last:
+            ms, mt = merge[0], merge[1]
+        else:
+            ms, mt = -1, -1
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt, merge_only,
+                                                 eviction)
+        if updated:
+            n_updates += 1
+            if merge_rows:
+                merge[2 * i] = slot
+                merge[2 * i + 1] = buf.tstamp[slot]
+    return n_updates, loss, yhat, updated, slot
+
+
+@njit
+def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction):
+    """:func:`obscure_run`'s steps for ``fit``, with the kernel rows gathered from precomputed matrices.
+
+    ``matrix = (Kt, sv_index)``: the kernel row of example ``i`` against the buffer is read from
+    ``Kt[j, i, sv_index[s]]`` (``sv_index[s]`` is the training index of stored row ``s``, kept
+    up to date here) instead of being recomputed; ``Kt`` float64 or float32 (each compiles its
+    own variant, and stream users compile neither).  ``merge``: ``[-1, -1]`` or ``2 len(X)``
+    entries, ``[slot, stamp]`` of the row last stored for each row of ``X`` (kept up to date
+    here), as :func:`obscure_run`'s :data:`REPLAY`.  Returns ``obscure_run``'s tuple.
+    """
+    Kt, sv_index = matrix
     buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
     spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
     st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
@@ -200,24 +237,22 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
     coef, ypos, yneg, g, istate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate
     n_updates = 0
     dense = dense_accumulation(coef, g)
-    gather = mode == FROM_MATRIX
-    merge_rows = (gather or mode == REPLAY) and merge.shape[0] == 2 * X.shape[0]
-    kv = np.empty((F, ROW_BLOCK if gather else 0))
-    ws = np.empty(ROW_BLOCK if gather else 0)
-    loss, yhat, updated = 0.0, -1, False
+    merge_rows = merge.shape[0] == 2 * X.shape[0]
+    kv = np.empty((F, ROW_BLOCK))
+    ws = np.empty(ROW_BLOCK)
+    loss, yhat, updated, slot = 0.0, -1, False, -1
     # Multiclass: the scores from the mixed kernel, and the per-kernel scores only of the two
     # outputs an update needs (gather_mixed).  Binary problems have one output, which every
     # update needs per kernel: the dense sums of add_block_scores.
-    mixed = gather and st.hyper[H_BINARY] == 0.0
+    mixed = st.hyper[H_BINARY] == 0.0
     a = np.empty(F)
     km = np.empty(Kt.shape[2] if mixed else 0)
     for t in range(order.shape[0]):
         i = order[t]
-        step_mode = FUSED if mode == REPLAY else mode
         if mixed:
             gather_mixed(i, Yi[i], Kt, sv_index, buf, st, a, km)
             step_mode = SCORES_MIXED
-        elif gather:
+        else:
             n = istate[I_N]
             # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
             g[:, :] = 0.0
@@ -228,18 +263,11 @@ def obscure_run(order, X, Yi, Kt, sv_index, buf, spec, st, mode, merge):
                         kv[j, r] = Kt[j, i, sv_index[i0 + r]]
                 add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g)
             step_mode = SCORES_GIVEN
-        if merge_rows:
-            ms, mt = merge[2 * i], merge[2 * i + 1]
-        elif not gather and t == order.shape[0] - 1:
-            ms, mt = merge[0], merge[1]
-        else:
-            ms, mt = -1, -1
-        merge_only = not gather and merge.shape[0] == 3 and merge[2] != 0
-        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt, merge_only)
+        ms, mt = (merge[2 * i], merge[2 * i + 1]) if merge_rows else (-1, -1)
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt, False, eviction)
         if updated:
             n_updates += 1
-            if gather:
-                sv_index[slot] = i
+            sv_index[slot] = i
             if merge_rows:
                 merge[2 * i] = slot
                 merge[2 * i + 1] = buf.tstamp[slot]
@@ -315,8 +343,49 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
                     g[j, yp] += v
                 if neg:
                     g[j, yn] -= v
-@njit_inline
-def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only):
+@njit
+def make_room(policy, query, buf, spec, st, a):
+    """Evict a stored row under :data:`H_BUDGET` for the update of ``query``; returns the freed slot.
+
+    ``policy``: ``buffer.EVICT_*``; ``a``: the mirror weights of this step.  Before the row
+    goes, its contribution is projected onto the stored row that keeps most of it
+    (:func:`~onlinemkl._core.buffer.project_onto`), and the norms are updated exactly.
+    """
+    S, ssq, sdiag, ypos, yneg, coef, tstamp = buf
+    theta_sq, istate, fstate, hyper, g, scores = st
+    params = spec.params
+    rows = Rows(S, ssq, sdiag)
+    G = spec.gptr.shape[0] - 1
+    F = spec.codes.shape[0]
+    n = istate[I_N]
+    d = query.x.shape[0]
+    sc = fstate[F_SCALE]
+    wsq = np.empty(F)
+    for j in range(F):
+        wsq[j] = (a[j] * sc) ** 2
+    slot = choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, wsq)
+    # theta^j . u_e (the scores of x_e: a second pass over the buffer, which also finds the
+    # row to project x_e's contribution onto, see buffer.project_onto) and K_j(x, x_e)
+    ge = np.empty_like(g)
+    kep = np.zeros(F)
+    p = partner_scan(slot, d, n, buf, spec, wsq, ge, kep)
+    if p >= 0:
+        # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
+        gp = np.empty_like(g)
+        qp = Query(S[p, :d].copy(), ssq[p, :].copy(), sdiag[p, :].copy())
+        kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
+        kxp = np.empty((F, 1))
+        kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp, 0)
+        project_onto(slot, p, buf, params, theta_sq, g, Projection(wsq, ge, gp, kep, kxp))
+    kx = np.empty((F, 1))
+    kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
+    evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
+    istate[I_EVICTIONS] += 1
+    return slot
+
+
+@njit
+def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only, eviction):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
     ``y`` is the output index (multiclass) or +1/-1 (binary).  ``mode`` says where the raw
@@ -333,6 +402,10 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
     one row fewer.  The check makes any value safe: a stale or wrong hint only stores a row.
     ``merge_only``: the hint is binding (a replayed step under a budget, LaSVM's "reprocess"):
     without a match the step makes no update, so it never stores or evicts a row.
+    ``eviction``: the eviction policy code (``buffer.EVICT_*``) of a learner with a budget, or
+    None for one without: then the eviction code (two more passes over the buffer and a
+    projection) is pruned from this variant at compile time, and a learner never compiles what
+    it cannot run.
 
     Returns ``(loss, yhat, updated, slot)`` where ``yhat`` is the prediction made
     before the update (test-then-train), ``loss`` the loss at ``w_t`` and
@@ -421,28 +494,8 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
         slot = n
         if merged:
             slot = merge_slot
-        elif budget > 0 and n >= budget:
-            wsq = np.empty(F)
-            for j in range(F):
-                wsq[j] = (a[j] * sc) ** 2
-            slot = choose_evictee(int(hyper[H_POLICY]), n, tstamp, coef, yneg, sdiag, params, wsq)
-            # theta^j . u_e (the scores of x_e: a second pass over the buffer, which also finds the
-            # row to project x_e's contribution onto, see buffer.project_onto) and K_j(x, x_e)
-            ge = np.empty_like(g)
-            kep = np.zeros(F)
-            p = partner_scan(slot, x.shape[0], n, buf, spec, wsq, ge, kep)
-            if p >= 0:
-                # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
-                gp = np.empty_like(g)
-                qp = Query(S[p, :x.shape[0]].copy(), ssq[p, :].copy(), sdiag[p, :].copy())
-                kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
-                kxp = np.empty((F, 1))
-                kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp, 0)
-                project_onto(slot, p, buf, params, theta_sq, g, Projection(wsq, ge, gp, kep, kxp))
-            kx = np.empty((F, 1))
-            kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
-            evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
-            istate[I_EVICTIONS] += 1
+        elif eviction is not None and budget > 0 and n >= budget:
+            slot = make_room(eviction, query, buf, spec, st, a)
         else:
             istate[I_N] = n + 1
         cvec = np.empty(coef.shape[1])

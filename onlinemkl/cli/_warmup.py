@@ -49,7 +49,8 @@ def compile_first(learner, args) -> float:
     name = warmup_name(learner)
     if name is None:
         return 0.0
-    return sum(_compile.warmup([name], progress=progress_flag(args)).values())
+    budget = getattr(learner, "budget", None) is not None  # the variant this learner runs
+    return sum(_compile.warmup([name], progress=progress_flag(args), budget=budget).values())
 
 
 def compile_note(seconds: float) -> str | None:

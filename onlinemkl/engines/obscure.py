@@ -53,10 +53,8 @@ def default_eta(n_kernels: int, q: float) -> float:
     return float(n_kernels) ** (-2.0 / q)
 
 
-#: The arguments of a single example's step through ``obscure_run`` (no kernel matrices).
+#: The order argument of a single example's step through ``obscure_run``.
 _ONE = np.zeros(1, dtype=np.int64)
-_NO_KT = np.zeros((0, 0, 0))
-_NO_SV = np.zeros(0, dtype=np.int64)
 
 
 def check_params(kernels, p, lam, C, eta, switch_after, budget, eviction):
@@ -202,20 +200,32 @@ class ObscureEngine(BufferEngine):
                     where[2 * j], where[2 * j + 1] = slot, self.buf.tstamp[slot]
             return
         self.buf.ensure_rows(n + steps)
-        self._run(order, rows, labels, _NO_KT, _NO_SV, _co.REPLAY, where)
+        self._run(order, rows, labels, _co.REPLAY, where)
 
-    def _run(self, order, X, Yi, Kt, sv_index, mode, merge=NO_MERGE):
-        """``_core.obscure.obscure_run``: the one compiled entry point of learning, prediction and ``fit``."""
+    def _arguments(self):
+        """``(buf, spec, st, eviction)`` of the compiled entry points: plain tuples in the records'
+        field order (the cheapest arguments to dispatch), and the eviction policy, None without a
+        budget (that variant is compiled without the eviction code)."""
         b = self.buf
-        # plain tuples in the records' field order: the cheapest arguments to dispatch
         buf = (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
         st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
-        return _co.obscure_run(order, X, Yi, Kt, sv_index, buf, self.ck.arrays(), st, mode, merge)
+        eviction = int(self.hyper[_co.H_POLICY]) if self.hyper[_co.H_BUDGET] > 0 else None
+        return buf, self.ck.arrays(), st, eviction
+
+    def _run(self, order, X, Yi, mode, merge=NO_MERGE):
+        """``_core.obscure.obscure_run``: learning, prediction and replay's steps."""
+        buf, spec, st, eviction = self._arguments()
+        return _co.obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction)
+
+    def _fit_run(self, order, X, Yi, Kt, sv_index, merge):
+        """``_core.obscure.obscure_fit_run``: ``fit``'s steps over kernel matrices ``Kt``."""
+        buf, spec, st, eviction = self._arguments()
+        return _co.obscure_fit_run(order, X, Yi, (Kt, sv_index), buf, spec, st, merge, eviction)
 
     def _step(self, x, y, mode, merge=NO_MERGE):
         """One example through :meth:`_run`; returns ``(loss, yhat, updated, slot)``."""
         self._y1[0] = y
-        return self._run(_ONE, x[None, :], self._y1, _NO_KT, _NO_SV, mode, merge)[1:]
+        return self._run(_ONE, x[None, :], self._y1, mode, merge)[1:]
 
     def _merge_table(self, n: int) -> np.ndarray:
         """``fit``'s ``[slot, stamp]`` per training example (``-1``: none yet), so that a later
@@ -264,7 +274,7 @@ class ObscureEngine(BufferEngine):
                 sv = np.zeros(b.capacity, dtype=np.int64)
                 sv[: state["sv"].shape[0]] = state["sv"]
                 state["sv"] = sv
-            return self._run(order, X, yi, Kt, state["sv"], _co.FROM_MATRIX, where)[0]
+            return self._fit_run(order, X, yi, Kt, state["sv"], where)[0]
 
         def train_scores():
             """Scores of every training example from ``Kt`` (no kernel recomputation):
@@ -324,8 +334,7 @@ class ObscureEngine(BufferEngine):
                 local = np.zeros(self.buf.capacity, dtype=np.int64)
                 local[:n] = C + np.searchsorted(stored, sv)
                 merge = where[idx].ravel() if where.shape[0] else NO_MERGE
-                errors += self._run(np.arange(C, dtype=np.int64), X[idx], yi[idx], Kt, local,
-                                    _co.FROM_MATRIX, merge)[0]
+                errors += self._fit_run(np.arange(C, dtype=np.int64), X[idx], yi[idx], Kt, local, merge)[0]
                 if where.shape[0]:
                     where[idx] = merge.reshape(C, 2)
                 loc = local[: self.n_support]
