@@ -11,6 +11,7 @@ import naive
 from onlinemkl import OBSCUREClassifier
 from onlinemkl._core import buffer as cb
 from onlinemkl._core import obscure as co
+from onlinemkl._core.state import LabelledRows
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.engines.obscure import ObscureEngine, default_eta, hinge_losses
 
@@ -168,6 +169,35 @@ def test_fit_matches_reference_fit(n_classes, budget, eviction):
     s = clf.decision_function(Xt)
     sr = np.array([ref.scores(x) for x in Xt])
     np.testing.assert_allclose(s, sr[:, 0] if n_classes == 2 else sr, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_classes, pegasos", [(2, False), (4, False), (4, True)])
+def test_fit_class_sums_equal_recomputation(n_classes, pegasos):
+    """``fit``'s per-kernel class scores of every training example (``obscure_fit_run``'s ``G``),
+    kept up to date one update at a time through both stages, equal their recomputation from
+    the stored rows; Pegasos drops every row at its first stage-2 step."""
+    X, y = make_data(120, n_classes, seed=4)
+    eng, _ = engine_and_reference(n_classes, 1.5, pegasos=pegasos)
+    yi = y if n_classes == 2 else y.astype(np.int64)
+    run = eng.fit_pass_precomputed(X, yi)
+    rng = np.random.default_rng(0)
+    run(rng.permutation(120))
+    eng.switch_to_stage2()
+    run(rng.integers(0, 120, size=120))
+    assert eng.istate[co.I_UPDATES] > 60 and eng.fstate[co.F_SCALE] < 1.0
+    kept = run.class_sums
+    b = eng.buf
+    fresh = np.empty_like(kept)
+    co.class_sums(run.kernel_matrices, run.sv_index(), LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp),
+                  eng.n_support, fresh)
+    # two orders of summation: within rounding of the sum of absolute terms (raw coefficients
+    # grow as the stage-2 scale shrinks, to ~1e8 under Pegasos, and cancel in the sums)
+    bound = np.abs(b.coef[:eng.n_support]).sum() * np.abs(run.kernel_matrices).max()
+    np.testing.assert_allclose(kept, fresh, rtol=0, atol=1e-13 * bound)
+    # and the scores fit reads from them are the per-example scores
+    scores = run.train_scores()
+    loop = np.array([eng.scores_one(np.ascontiguousarray(r)) for r in X])
+    np.testing.assert_allclose(scores, loop.reshape(scores.shape), rtol=1e-9, atol=1e-9 * np.abs(loop).max())
 
 
 def test_pegasos_first_step_wipes_the_start_vector():

@@ -219,13 +219,19 @@ def obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction):
 
 
 @njit
-def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction):
+def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
     """:func:`obscure_run`'s steps for ``fit``, with the kernel rows gathered from precomputed matrices.
 
-    ``matrix = (Kt, sv_index)``: the kernel row of example ``i`` against the buffer is read from
-    ``Kt[j, i, sv_index[s]]`` (``sv_index[s]`` is the training index of stored row ``s``, kept
-    up to date here) instead of being recomputed; ``Kt`` float64 or float32 (each compiles its
-    own variant, and stream users compile neither).  ``merge``: ``[-1, -1]`` or ``2 len(X)``
+    ``matrix = (Kt, sv_index)``: the kernel row of example ``i`` against the buffer is read
+    from ``Kt[j, i, sv_index[s]]`` (``sv_index[s]`` is the training index of stored row ``s``,
+    kept up to date here) instead of being recomputed; ``Kt`` float64 or float32 (each compiles
+    its own variant, and stream users compile neither).  ``G``: None (that code is then pruned
+    at compile time), or the per-kernel class
+    scores of every training example, ``G[j, c, v] = sum_s coef_s ([ypos_s = c] - [yneg_s = c])
+    Kt[j, sv_s, v]`` (raw, before the lazy scale), kept up to date here (see
+    :func:`add_class_sums`); it needs symmetric ``Kt`` over the whole training set and no budget.
+    With it a step reads its scores in ``O(F C)`` and an update costs ``O(F N)``, where
+    without it every step sums over the stored rows.  ``merge``: ``[-1, -1]`` or ``2 len(X)``
     entries, ``[slot, stamp]`` of the row last stored for each row of ``X`` (kept up to date
     here), as :func:`obscure_run`'s :data:`REPLAY`.  Returns ``obscure_run``'s tuple.
     """
@@ -244,26 +250,35 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction):
     # Multiclass: the scores from the mixed kernel, and the per-kernel scores only of the two
     # outputs an update needs (gather_mixed).  Binary problems have one output, which every
     # update needs per kernel: the dense sums of add_block_scores.
-    mixed = st.hyper[H_BINARY] == 0.0
+    binary = st.hyper[H_BINARY] != 0.0
+    mixed = not binary
     a = np.empty(F)
     km = np.empty(Kt.shape[2] if mixed else 0)
     for t in range(order.shape[0]):
         i = order[t]
-        if mixed:
+        ms, mt = (merge[2 * i], merge[2 * i + 1]) if merge_rows else (-1, -1)
+        n0 = istate[I_N]
+        if G is not None:
+            n_out = 1 if binary else int(st.hyper[H_NCLASS])
+            for j in range(F):
+                for c in range(n_out):
+                    g[j, c] = G[j, c, i]
+            step_mode = SCORES_GIVEN
+        elif mixed:
             gather_mixed(i, Yi[i], Kt, sv_index, buf, st, a, km)
             step_mode = SCORES_MIXED
         else:
-            n = istate[I_N]
             # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
             g[:, :] = 0.0
-            for i0 in range(0, n, ROW_BLOCK):
-                m = min(ROW_BLOCK, n - i0)
+            for i0 in range(0, n0, ROW_BLOCK):
+                m = min(ROW_BLOCK, n0 - i0)
                 for j in range(F):
                     for r in range(m):
                         kv[j, r] = Kt[j, i, sv_index[i0 + r]]
                 add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g)
             step_mode = SCORES_GIVEN
-        ms, mt = (merge[2 * i], merge[2 * i + 1]) if merge_rows else (-1, -1)
+        # the coefficient of the row the hint names, before the step (an update may add to it)
+        c0 = coef[ms, 0] if ms >= 0 and ms < n0 else 0.0
         loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt, False, eviction)
         if updated:
             n_updates += 1
@@ -271,7 +286,53 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction):
             if merge_rows:
                 merge[2 * i] = slot
                 merge[2 * i + 1] = buf.tstamp[slot]
+        if G is not None:
+            if st.hyper[H_STAGE] == 2.0 and (istate[I_T] == 1 or st.fstate[F_SCALE] == 1.0):
+                # Stage 2's first step may drop every row (Pegasos), and it shrinks the scale at
+                # every step, so 1 after a step means the lazy scale was folded into the
+                # coefficients.  Both rescale many rows: recompute.
+                class_sums(Kt, sv_index, buf, istate[I_N], G)
+            elif updated:
+                # a new row (slot n0) or the hinted row's coefficient moved: no budget, no other row changed
+                delta = coef[slot, 0] - (c0 if slot < n0 else 0.0)
+                add_class_sums(G, Kt, i, ypos[slot], yneg[slot], delta)
     return n_updates, loss, yhat, updated, slot
+
+
+@njit
+def add_class_sums(G, Kt, u, cpos, cneg, delta):
+    """``G[j, cpos] += delta Kt[j, u]`` and ``G[j, cneg] -= delta Kt[j, u]`` (``cneg`` -1: none):
+    training example ``u``'s coefficient moved by ``delta`` (``Kt`` symmetric: its row ``u`` is
+    its column, read contiguously)."""
+    for j in range(G.shape[0]):
+        row = Kt[j, u]
+        gp = G[j, cpos]
+        for v in range(gp.shape[0]):
+            gp[v] += delta * row[v]
+        if cneg >= 0:
+            gn = G[j, cneg]
+            for v in range(gn.shape[0]):
+                gn[v] -= delta * row[v]
+
+
+@njit
+def class_sums(Kt, sv_index, buf, n, G):
+    """``G`` of :func:`obscure_fit_run` recomputed from the ``n`` stored rows."""
+    coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
+    per_kernel = 1 if coef.shape[1] > 1 else 0
+    G[:, :, :] = 0.0
+    for s in range(n):
+        u = sv_index[s]
+        for j in range(G.shape[0]):
+            w = coef[s, j * per_kernel]
+            row = Kt[j, u]
+            gp = G[j, ypos[s]]
+            for v in range(gp.shape[0]):
+                gp[v] += w * row[v]
+            if yneg[s] >= 0:
+                gn = G[j, yneg[s]]
+                for v in range(gn.shape[0]):
+                    gn[v] -= w * row[v]
 
 
 @njit

@@ -217,10 +217,11 @@ class ObscureEngine(BufferEngine):
         buf, spec, st, eviction = self._arguments()
         return _co.obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction)
 
-    def _fit_run(self, order, X, Yi, Kt, sv_index, merge):
-        """``_core.obscure.obscure_fit_run``: ``fit``'s steps over kernel matrices ``Kt``."""
+    def _fit_run(self, order, X, Yi, Kt, sv_index, merge, sums=None):
+        """``_core.obscure.obscure_fit_run``: ``fit``'s steps over kernel matrices ``Kt`` (and the
+        training examples' class sums ``sums``, or None)."""
         buf, spec, st, eviction = self._arguments()
-        return _co.obscure_fit_run(order, X, Yi, (Kt, sv_index), buf, spec, st, merge, eviction)
+        return _co.obscure_fit_run(order, X, Yi, (Kt, sv_index), buf, spec, st, merge, eviction, sums)
 
     def _step(self, x, y, mode, merge=NO_MERGE):
         """One example through :meth:`_run`; returns ``(loss, yhat, updated, slot)``."""
@@ -242,7 +243,10 @@ class ObscureEngine(BufferEngine):
 
         The matrices ``K_j(X, X)`` come from one BLAS product per feature group
         (the authors' toolbox precomputes them too); each step then gathers its
-        kernel row instead of recomputing it.  Same results as per-example steps.
+        kernel row instead of recomputing it.  Same results as per-example steps, within
+        rounding.  Without a budget, the per-kernel class scores of every training example are
+        kept up to date beside them (``obscure_fit_run``'s ``G``: ``F x C x N`` values), so a
+        step reads its scores instead of summing over the stored rows.
 
         ``block_rows > 0``: the matrices are kept in float32 (half the memory; LIBSVM's kernel
         cache keeps single precision too) and computed ``block_rows`` rows at a time, so that
@@ -262,6 +266,10 @@ class ObscureEngine(BufferEngine):
             Kt = block_kernels(X, X, self.ck)
         sv_index = np.zeros(0, dtype=np.int64)
         state = {"sv": sv_index}
+        # the class sums start from an empty buffer; a budget's evictions move other rows' coefficients
+        sums = None
+        if self.hyper[_co.H_BUDGET] == 0 and self.n_support == 0:
+            sums = np.zeros((self.ck.n_kernels, max(self.n_outputs, 1), X.shape[0]))
 
         where = self._merge_table(X.shape[0]).ravel()
 
@@ -274,15 +282,17 @@ class ObscureEngine(BufferEngine):
                 sv = np.zeros(b.capacity, dtype=np.int64)
                 sv[: state["sv"].shape[0]] = state["sv"]
                 state["sv"] = sv
-            return self._fit_run(order, X, yi, Kt, state["sv"], where)[0]
+            return self._fit_run(order, X, yi, Kt, state["sv"], where, sums)[0]
 
         def train_scores():
-            """Scores of every training example from ``Kt`` (no kernel recomputation):
-            the stored rows' coefficients are summed per training index, then one
-            matrix product per kernel."""
+            """Scores of every training example from ``Kt`` (no kernel recomputation): from the
+            class sums where they are kept, else the stored rows' coefficients are summed per
+            training index, then one matrix product per kernel."""
             n = self.n_support
             a = np.empty(self.ck.n_kernels)
             _co.mirror_weights(self.theta_sq, self.q, a)
+            if sums is not None:
+                return np.einsum("j,jcv->vc", a, sums) * self.fstate[_co.F_SCALE]
             Mi = np.zeros((X.shape[0], self.n_outputs))
             np.add.at(Mi, state["sv"][:n], self.coefficient_matrix() * self.fstate[_co.F_SCALE])
             out = np.zeros((X.shape[0], self.n_outputs))
@@ -293,6 +303,7 @@ class ObscureEngine(BufferEngine):
             return out
 
         run.train_scores = train_scores
+        run.class_sums, run.kernel_matrices, run.sv_index = sums, Kt, lambda: state["sv"]  # for tests
         return run
 
     def fit_pass_blocked(self, X: np.ndarray, yi: np.ndarray, cache_bytes: int):
