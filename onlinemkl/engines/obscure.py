@@ -432,7 +432,8 @@ class ObscureEngine(BufferEngine):
     def get_state(self):
         """``(params, arrays)``: every array of the state, and the scalars beside them."""
         params = {"n_features": int(self.n_features), "p": self.p, "C": self.C,
-                  "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape)}
+                  "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape),
+                  **self._kernel_state()}
         return params, collect_arrays(self, self._STATE_ARRAYS)
 
     def set_state(self, params, arrays, strict=True):
@@ -443,6 +444,7 @@ class ObscureEngine(BufferEngine):
         says which rule a (corrupted or crafted) state breaks.  (``strict``: see
         :class:`onlinemkl.engine.Engine`; OBSCURE's rules are all structural.)
         """
+        self._check_kernel_state(params, state_rule("OBSCURE"))
         if float(params["p"]) != self.p:
             raise ValueError(f"the saved p={params['p']!r} differs from the parameters' p={self.p!r}")
         restore_arrays(self, arrays, self._STATE_ARRAYS)
