@@ -84,8 +84,8 @@ FUSED = 0
 SCORES_GIVEN = 2
 PREDICT = 3
 REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
-REPLAY_BOUND = 7  # obscure_run only: REPLAY with binding hints (replay of stored rows under a budget)
 SCORES_MIXED = 6  # obscure_fit_run with many outputs: the caller filled ``scores``
+REPLAY_BOUND = 7  # obscure_run only: REPLAY with binding hints (replay of stored rows under a budget)
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
