@@ -21,9 +21,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ._validation import init_args
+from .kernels import check_kernels
 
 __all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
-           "normalised"]
+           "normalised", "recorded_kernels"]
 
 
 @runtime_checkable
@@ -67,6 +68,25 @@ def normalised(w: np.ndarray) -> np.ndarray:
     """``w / sum(w)``, uniform when the sum is 0 (kernel weights before any update)."""
     s = w.sum()
     return w / s if s > 0 else np.full_like(w, 1.0 / w.size)
+
+
+def recorded_kernels(params) -> tuple | None:
+    """The kernels an engine state records (``params["kernels"]``), checked; None when it records none.
+
+    The engines over a support buffer record the kernels they were built with, so that a model
+    saved with ``kernels=None`` loads with the kernels it learnt with, whatever today's default
+    set (:func:`onlinemkl.kernels.kernels_in_use`).  A state written before they were recorded
+    has none: the learner's ``kernels`` parameter then resolves them, as it did when it was written.
+    """
+    if not isinstance(params, dict) or "kernels" not in params:
+        return None
+    value = params["kernels"]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"the state's kernels must be a non-empty list of kernels; got {str(value)[:80]}")
+    try:
+        return check_kernels(value)
+    except TypeError as exc:
+        raise ValueError(f"the state's kernels: {exc}") from None
 
 
 # ----------------------------------------------------------------------------------------
@@ -160,6 +180,11 @@ class EngineBase:
         self.set_state(state["params"], state["arrays"], strict=False)
 
 
+def _short(kernels) -> str:
+    text = ", ".join(map(repr, kernels or ()))
+    return f"({text[:300]}{'...' if len(text) > 300 else ''})"
+
+
 class BufferEngine(EngineBase):
     """Engines over a support buffer (``buf``, a :class:`onlinemkl._buffer.SupportBuffer`) and
     compiled kernels (``ck``): OBSCURE, online proximal MKL and the sequence labeller.
@@ -185,6 +210,16 @@ class BufferEngine(EngineBase):
     @property
     def n_kernels(self) -> int:
         return self.ck.n_kernels
+
+    def _kernel_state(self) -> dict:
+        """The kernels in use, for :meth:`get_state`'s params (see :func:`recorded_kernels`)."""
+        return {"kernels": list(self.ck.kernels)}
+
+    def _check_kernel_state(self, params, need) -> None:
+        """``need`` the kernels a state records (if any) to be the ones this engine was built with."""
+        kernels = recorded_kernels(params)
+        need(kernels is None or kernels == self.ck.kernels,
+             f"it records the kernels {_short(kernels)} but the learner was built with {_short(self.ck.kernels)}")
 
     def _ensure_rows(self, n_rows: int) -> None:
         """Room for ``n_rows`` stored examples in the buffer and in the engine's per-row arrays."""

@@ -182,7 +182,8 @@ class CompiledKernels:
         need(np.array_equal(self.codes, fresh.codes) and np.array_equal(self.kgroup, fresh.kgroup)
              and np.array_equal(self.gl1, fresh.gl1)
              and np.array_equal(self.params[:, _ck.P_NORMALIZE], fresh.params[:, _ck.P_NORMALIZE]),
-             f"the {what} kernel codes and groups do not match the kernels parameter")
+             f"the {what} kernel codes and groups do not match the kernels (the kernels parameter, or the "
+             "kernels the state records)")
         self.find_ladders()  # derived from the restored gammas, not read from the file
 
 

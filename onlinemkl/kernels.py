@@ -28,6 +28,7 @@ group first has features, and then frozen: features that join the group later
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Hashable
@@ -313,6 +314,40 @@ def check_kernels(kernels, default=None) -> tuple[Kernel, ...]:
                 "Polynomial, RBF, Laplacian or BSpline"
             )
     return kernels
+
+
+def kernels_in_use(face, default=None) -> tuple[Kernel, ...]:
+    """A learner's ``kernels`` parameter resolved: the kernels it learns with.
+
+    The kernels given; else, for a model loaded from a file, the kernels it was saved with
+    (``face._saved_kernels``, set by the loader from the state's record); else today's default
+    set (``default()``, :func:`default_kernels` when None).  Why the middle case: a default set
+    may change between releases, and a model file must load with the kernels its arrays were
+    learnt with.  The parameter itself stays None, so ``get_params`` and scikit-learn's
+    ``clone`` see what the user wrote (a clone resolves today's defaults).
+    """
+    saved = face.__dict__.get("_saved_kernels")
+    if face.kernels is None and saved is not None:
+        return saved
+    return check_kernels(face.kernels, default)
+
+
+@contextlib.contextmanager
+def restoring_kernels(face, saved):
+    """Within the block, ``face`` resolves the kernels ``saved`` (a state's record, or None) when
+    its ``kernels`` parameter is None (:func:`kernels_in_use`): for a loader that builds the
+    engine of a saved state.  Kept when the block succeeds, undone when it raises."""
+    kept = face.__dict__.get("_saved_kernels")
+    if saved is not None and getattr(face, "kernels", None) is None:
+        face._saved_kernels = tuple(saved)
+    try:
+        yield
+    except BaseException:
+        if kept is None:
+            face.__dict__.pop("_saved_kernels", None)
+        else:
+            face._saved_kernels = kept
+        raise
 
 
 def kernel_matrix(X, Z=None, kernels=None) -> np.ndarray:

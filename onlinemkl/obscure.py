@@ -18,6 +18,7 @@ from ._core import obscure as _co
 from ._validation import check_choice, check_number, store_params
 from .engines._replay import DEFAULT_WINDOW, check_replay, replay_seed
 from .engines.obscure import MIN_CHUNK, ObscureEngine, check_params, hinge_losses, stream_step
+from .kernels import kernels_in_use
 from .sklearn import EngineClassifier, check_labels
 
 __all__ = ["OBSCUREClassifier"]
@@ -133,7 +134,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     # -- validation ----------------------------------------------------------------------
 
     def _checked_params(self):
-        kernels, p = check_params(self.kernels, self.p, self.lam, self.C, self.eta, self.switch_after,
+        kernels, p = check_params(kernels_in_use(self), self.p, self.lam, self.C, self.eta, self.switch_after,
                                   self.budget, self.eviction)
         check_number("stage1_epochs", self.stage1_epochs, low=0, integer=True)
         if self.stage2_epochs != "auto":

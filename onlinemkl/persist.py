@@ -60,6 +60,11 @@ so equal models give equal files) holding:
     or ``"river.compose.Pipeline"``; ``params`` are the constructor arguments;
     ``state`` is the learnt state that is not an array (feature names, labels,
     counters); ``children`` are the steps of a composite (a pipeline).
+    The learners over a support buffer (OBSCURE, proximal MKL, the sequence
+    labeller) record the kernels they learn with in ``state["engine"]["kernels"]``
+    (a list of kernels), and load with them when ``kernels`` is None, so a change
+    of a default kernel set does not break older files; a file without that key
+    (written before it existed) resolves its kernels from the parameter.
 ``arrays/<node>/<name>.npy``
     One numpy ``.npy`` file per state array (bool, integer, float, complex,
     fixed-width string or datetime dtypes; never object arrays), written and

@@ -12,9 +12,11 @@ import numbers
 import numpy as np
 
 from ._validation import check_choice, check_number, check_rows, store_params
+from .engine import recorded_kernels
 from .engines.proximal import settings
 from .engines.sequence import LOSSES, SequenceEngine
 from .features import MAX_FEATURES, FeatureMap, LabelMap, check_feature_cap
+from .kernels import restoring_kernels
 from .proximal import _COMMON_DOC, _ProximalFace
 from .sklearn import EngineEstimator
 
@@ -324,23 +326,24 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             return
         self._forget()
         try:
-            self._ensure_engine()
-            self._engine.set_state(state["engine"], arrays)
-            self._labels = LabelMap(state["labels"])
-            if len(self._labels) != self._engine.n_labels:
-                raise ValueError(f"{len(self._labels)} labels but the engine has {self._engine.n_labels}")
-            array_input = state["array_input"]
-            if array_input not in (None, True, False):
-                raise ValueError(f"array_input={array_input!r} is not None, True or False")
-            self._array_input = array_input
-            self._features.restore(state["features"])
-            n_feat = self._engine.n_features
-            if array_input is False and len(self._features) != n_feat:
-                raise ValueError(f"{len(self._features)} feature names but the engine has {n_feat} features")
-            if array_input is not False and len(self._features):
-                raise ValueError("feature names saved for a model trained on arrays")
-            if array_input is None and (n_feat or self._engine.n_support):
-                raise ValueError("a model without input kind has features or stored positions")
+            with restoring_kernels(self, recorded_kernels(state["engine"])):  # the engine is built with them
+                self._ensure_engine()
+                self._engine.set_state(state["engine"], arrays)
+                self._labels = LabelMap(state["labels"])
+                if len(self._labels) != self._engine.n_labels:
+                    raise ValueError(f"{len(self._labels)} labels but the engine has {self._engine.n_labels}")
+                array_input = state["array_input"]
+                if array_input not in (None, True, False):
+                    raise ValueError(f"array_input={array_input!r} is not None, True or False")
+                self._array_input = array_input
+                self._features.restore(state["features"])
+                n_feat = self._engine.n_features
+                if array_input is False and len(self._features) != n_feat:
+                    raise ValueError(f"{len(self._features)} feature names but the engine has {n_feat} features")
+                if array_input is not False and len(self._features):
+                    raise ValueError("feature names saved for a model trained on arrays")
+                if array_input is None and (n_feat or self._engine.n_support):
+                    raise ValueError("a model without input kind has features or stored positions")
         except BaseException:
             self._forget()
             raise

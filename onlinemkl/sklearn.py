@@ -21,7 +21,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._sync import ModelLock
 from ._validation import check_rows, check_target, first_out_of_range, float_array
+from .engine import recorded_kernels
 from .features import LabelMap
+from .kernels import restoring_kernels
 
 __all__ = ["EngineEstimator", "EngineClassifier", "MiniBatchRegressor", "check_labels", "check_targets"]
 
@@ -124,14 +126,15 @@ class EngineEstimator(ModelLock, BaseEstimator):
         if not state.get("fitted"):
             return
         attrs = self._face_attrs(state, arrays)
-        engine = self._engine_for(attrs)
-        n_outputs = getattr(engine, "n_outputs", None)
-        engine.set_state(state["engine"], arrays)
-        if getattr(engine, "n_outputs", None) != n_outputs:
-            raise ValueError(f"the engine has {engine.n_outputs} outputs where the estimator has {n_outputs}")
-        n_in = int(state["n_features_in_"])
-        if n_in != engine.n_features or n_in < 1:
-            raise ValueError(f"n_features_in_={n_in} but the engine has {engine.n_features} features")
+        with restoring_kernels(self, recorded_kernels(state["engine"])):  # the engine is built with them
+            engine = self._engine_for(attrs)
+            n_outputs = getattr(engine, "n_outputs", None)
+            engine.set_state(state["engine"], arrays)
+            if getattr(engine, "n_outputs", None) != n_outputs:
+                raise ValueError(f"the engine has {engine.n_outputs} outputs where the estimator has {n_outputs}")
+            n_in = int(state["n_features_in_"])
+            if n_in != engine.n_features or n_in < 1:
+                raise ValueError(f"n_features_in_={n_in} but the engine has {engine.n_features} features")
         self.__dict__.update(attrs)
         self._engine, self.n_features_in_ = engine, n_in
 

@@ -490,3 +490,86 @@ def test_proximal_replay_in_one_compiled_call_takes_the_same_steps(kind, params)
     for i in range(20):
         x = {f"x{j}": float(X[i, j]) for j in range(5)}
         assert models[0].predict_one(x) == models[1].predict_one(x)
+
+
+def _replay_stored_rows_one_call_per_step(engine):
+    """The budgeted replay of ``stream_step`` as it was before it took one compiled call: each
+    stored row drawn, then one ``engine.learn`` with its binding hint (the reference of the test
+    below)."""
+    b = engine.buf
+    hint = np.ones(3, dtype=np.int64)
+    for s in [engine.replay._draw(engine.n_support) for _ in range(engine.replay.steps)] if engine.n_support else []:
+        label = (1 if b.coef[s, 0] > 0.0 else -1) if engine.binary else int(b.ypos[s])
+        hint[0], hint[1] = s, b.tstamp[s]
+        engine.learn(b.S[s, :engine.n_features].copy(), label, hint)
+
+
+@pytest.mark.parametrize("n_classes, eviction, pegasos, parallel", [
+    (3, "least_impact", False, False), (2, "least_impact", False, False), (3, "oldest", True, False),
+    (2, "oldest", True, False), (3, "least_impact", False, True)])
+def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes, eviction, pegasos,
+                                                                    parallel):
+    """Under a budget ``stream_step`` replays stored rows in one compiled call
+    (``ObscureEngine.replay_stored_rows``, ``obscure_run``'s ``REPLAY_BOUND``): the same draws
+    from the same generator, the same labels and binding hints, so the same model bit for bit
+    as one ``learn`` per step, through evictions, the stage switch and Pegasos' first shrink
+    (which empties the buffer); new features arriving mid-stream included.  With a
+    buffer past ``PARALLEL_MIN_ROWS`` the steps go one by one through ``learn``."""
+    from onlinemkl import _config
+    from onlinemkl.engines.obscure import ObscureEngine
+    from onlinemkl.kernels import default_kernels
+
+    if parallel:
+        monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", 20)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(220, 6))
+    X[:60, 4:] = 0.0  # the last two features arrive at example 60
+    y = rng.integers(0, n_classes, 220) if n_classes > 2 else rng.integers(0, 2, 220) * 2 - 1
+    engines = []
+    for _ in range(2):
+        e = ObscureEngine(default_kernels(), 1.5, None, None, 25, eviction, pegasos, n_classes == 2,
+                          replay=4, seed=11)
+        if n_classes > 2:
+            e.set_n_classes(n_classes)
+        engines.append(e)
+    new, old = engines
+    assert new.replay.from_buffer
+    old.replay_stored_rows = lambda: _replay_stored_rows_one_call_per_step(old)
+    clocks = []
+    for i in range(220):
+        d = 4 if i < 60 else 6
+        for e in engines:
+            if e.n_features < d:
+                e.set_features(d)
+        x = np.ascontiguousarray(X[i, :d])
+        before = int(new.istate[_co.I_CLOCK])
+        a = stream_step(new, x, int(y[i]), 150)
+        b = stream_step(old, x, int(y[i]), 150)
+        assert a[1:] == b[1:] and new.buf.capacity == old.buf.capacity
+        clocks.append(int(new.istate[_co.I_CLOCK]) - before)
+    assert max(clocks) == 5 and new.istate[_co.I_EVICTIONS] > 20 and new.stage == 2  # replay, evictions, stage 2
+    assert np.array_equal(new.istate, old.istate)
+    n = new.n_support
+    for u, v in ((new.theta_sq, old.theta_sq), (new.fstate, old.fstate), (new.buf.coef[:n], old.buf.coef[:n])):
+        np.testing.assert_array_equal(u, v)
+    for name in ("S", "ypos", "yneg", "tstamp"):
+        assert np.array_equal(getattr(new.buf, name)[:n], getattr(old.buf, name)[:n]), name
+    assert np.array_equal(new.replay.counters, old.replay.counters)
+    for i in range(20):
+        np.testing.assert_array_equal(new.scores_one(X[i]), old.scores_one(X[i]))
+
+
+def test_budgeted_replay_in_one_call_on_a_real_stream():
+    """``StandardScaler() | OBSCUREClassifier(budget=...)`` on ImageSegments: the one-call replay
+    and the step-by-step reference predict the same probabilities bit for bit, example after example."""
+    data = list(datasets.ImageSegments())[:500]
+    new, old = (preprocessing.StandardScaler() | OBSCUREClassifier(budget=60) for _ in range(2))
+    e = old["OBSCUREClassifier"]._engine
+    e.replay_stored_rows = lambda: _replay_stored_rows_one_call_per_step(e)
+    for x, y in data:
+        assert new.predict_proba_one(x) == old.predict_proba_one(x)
+        new.learn_one(x, y)
+        old.learn_one(x, y)
+    a, b = new["OBSCUREClassifier"]._engine, e
+    assert a.istate[_co.I_CLOCK] > 600 and np.array_equal(a.istate, b.istate)
+    np.testing.assert_array_equal(a.buf.coef, b.buf.coef)

@@ -85,6 +85,7 @@ SCORES_GIVEN = 2
 PREDICT = 3
 REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
 SCORES_MIXED = 6  # obscure_fit_run with many outputs: the caller filled ``scores``
+REPLAY_BOUND = 7  # obscure_run only: REPLAY with binding hints (replay of stored rows under a budget)
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
 SCALE_FOLD_LOW = 1e-100
@@ -180,7 +181,9 @@ def obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction):
     :func:`obscure_step`'s ``merge_only``); with :data:`REPLAY`, either that or ``2 len(X)``
     entries, ``[slot, stamp]`` of the row last stored for each row of ``X`` (kept up to date
     here), so that an example updated again with the same class pair adds to its row instead
-    of storing a copy: the same predictor, fewer rows.  ``eviction``: see :func:`obscure_step`
+    of storing a copy: the same predictor, fewer rows.  :data:`REPLAY_BOUND`: :data:`REPLAY`
+    with every hint binding (replay of stored rows under a budget: each step adds to the row
+    its hint names, or makes no update).  ``eviction``: see :func:`obscure_step`
     (None compiles a variant without the eviction code).
 
     Returns ``(n_updates, loss, yhat, updated, slot)``, the last four of the last example.
@@ -194,9 +197,10 @@ def obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction):
     buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
     spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
     st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
-    merge_rows = mode == REPLAY and merge.shape[0] == 2 * X.shape[0]
-    merge_only = merge.shape[0] == 3 and merge[2] != 0
-    step_mode = FUSED if mode == REPLAY else mode
+    replay = mode == REPLAY or mode == REPLAY_BOUND
+    merge_rows = replay and merge.shape[0] == 2 * X.shape[0]
+    merge_only = mode == REPLAY_BOUND or (merge.shape[0] == 3 and merge[2] != 0)
+    step_mode = FUSED if replay else mode
     n_updates = 0
     loss, yhat, updated, slot = 0.0, -1, False, -1
     last = order.shape[0] - 1

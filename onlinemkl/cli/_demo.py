@@ -39,7 +39,7 @@ def _demo(args) -> int:
             bar.set_postfix(accuracy=f"{acc.get():.4f}", stored=clf.n_support_)
     bar.close()
     elapsed = time.perf_counter() - t0
-    kernels = clf._kernels
+    kernels = clf._engine.ck.kernels
     print(f"prequential accuracy : {acc.get():.4f}")
     print(f"examples per second  : {n / elapsed:,.0f} (predict + learn, scaler included)")
     note = compile_note(t_compile)

@@ -124,9 +124,10 @@ class ReplayMemory:
         self.counters[1] = state
         return value % n
 
-    def stored_rows(self, n_support: int):
-        """``steps`` uniform draws of a stored row among the first ``n_support`` (``from_buffer``)."""
-        return [self._draw(n_support) for _ in range(self.steps)] if n_support else []
+    def stored_rows(self, n_support: int) -> np.ndarray:
+        """``steps`` uniform draws of a stored row among the first ``n_support`` (``from_buffer``);
+        none (and no draw) when nothing is stored."""
+        return self.draw(self.steps, n_support) if n_support else np.zeros(0, dtype=np.int64)
 
     def add(self, x: np.ndarray, y, slot: int = -1, stamps=None) -> None:
         """Offer one example (reservoir sampling: every example so far is held with equal chance);
@@ -191,10 +192,11 @@ class ReplayMemory:
             row = np.concatenate([row, np.zeros(n_features - row.shape[0])])
         return row[:n_features], self.labels[j].item(), j
 
-    def draw(self, k: int) -> np.ndarray:
+    def draw(self, k: int, size: int | None = None) -> np.ndarray:
         """The indices of ``k`` held examples drawn uniformly (those :meth:`sample` would draw ``k``
-        times), for a learner that takes its replay steps in one compiled call."""
-        size = self.size
+        times), for a learner that takes its replay steps in one compiled call; ``size``: draw
+        in ``[0, size)`` instead (stored rows, :meth:`stored_rows`)."""
+        size = self.size if size is None else size
         state = int(self.counters[1])
         out = np.empty(k, dtype=np.int64)
         for t in range(k):  # _draw's steps, with the generator state kept in a Python int meanwhile

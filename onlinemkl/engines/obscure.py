@@ -202,6 +202,36 @@ class ObscureEngine(BufferEngine):
         self.buf.ensure_rows(n + steps)
         self._run(order, rows, labels, _co.REPLAY, where)
 
+    def replay_stored_rows(self) -> None:
+        """Replay under a budget: ``replay.steps`` steps on stored rows drawn uniformly, each adding
+        to its own row or making no update (LaSVM's "reprocess"), in one compiled call.
+
+        A row's label is its class (multiclass) or its coefficient's sign (binary: the
+        coefficient carries the label).  The draws, and the rows, labels and time stamps they
+        pick, do not depend on the steps (a binding step never stores or evicts a row, and adds
+        to a coefficient with its own sign), so they are all read first; each step is then the
+        one :meth:`learn` would take with the binding hint ``[slot, stamp, 1]``.  A buffer large
+        enough for the parallel kernel pass takes the steps one by one through :meth:`learn`.
+        """
+        n = self.n_support
+        slots = self.replay.stored_rows(n)
+        if slots.shape[0] == 0:
+            return
+        b, d = self.buf, self.n_features
+        X = np.ascontiguousarray(b.S[slots, :d])
+        if self.binary:
+            labels = np.where(b.coef[slots, 0] > 0.0, 1, -1).astype(np.int64)
+        else:
+            labels = b.ypos[slots].astype(np.int64)
+        hints = np.empty(2 * slots.shape[0], dtype=np.int64)
+        hints[0::2], hints[1::2] = slots, b.tstamp[slots]
+        if n >= _config.PARALLEL_MIN_ROWS:
+            for j in range(slots.shape[0]):
+                self.learn(X[j], labels[j], np.array([hints[2 * j], hints[2 * j + 1], 1], dtype=np.int64))
+            return
+        b.ensure_rows(n + 1)  # as learn's: a binding step stores nothing, but learn makes room first
+        self._run(np.arange(slots.shape[0], dtype=np.int64), X, labels, _co.REPLAY_BOUND, hints)
+
     def _arguments(self):
         """``(buf, spec, st, eviction)`` of the compiled entry points: plain tuples in the records'
         field order (the cheapest arguments to dispatch), and the eviction policy, None without a
@@ -443,7 +473,8 @@ class ObscureEngine(BufferEngine):
     def get_state(self):
         """``(params, arrays)``: every array of the state, and the scalars beside them."""
         params = {"n_features": int(self.n_features), "p": self.p, "C": self.C,
-                  "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape)}
+                  "kernels_resolved": bool(self.ck._resolved), "krow_shape": list(self.krow.shape),
+                  **self._kernel_state()}
         return params, collect_arrays(self, self._STATE_ARRAYS)
 
     def set_state(self, params, arrays, strict=True):
@@ -454,6 +485,7 @@ class ObscureEngine(BufferEngine):
         says which rule a (corrupted or crafted) state breaks.  (``strict``: see
         :class:`onlinemkl.engine.Engine`; OBSCURE's rules are all structural.)
         """
+        self._check_kernel_state(params, state_rule("OBSCURE"))
         if float(params["p"]) != self.p:
             raise ValueError(f"the saved p={params['p']!r} differs from the parameters' p={self.p!r}")
         restore_arrays(self, arrays, self._STATE_ARRAYS)
@@ -537,14 +569,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     mem = engine.replay
     if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0:
         if mem.from_buffer:
-            b = engine.buf
-            hint = np.ones(3, dtype=np.int64)  # binding: add to row s or do nothing
-            for s in mem.stored_rows(engine.n_support):
-                # the row's label: its class (multiclass), its coefficient's sign (binary: the
-                # coefficient carries the label, and neither steps nor evictions flip it)
-                label = (1 if b.coef[s, 0] > 0.0 else -1) if engine.binary else int(b.ypos[s])
-                hint[0], hint[1] = s, b.tstamp[s]
-                engine.learn(b.S[s, :engine.n_features].copy(), label, hint)
+            engine.replay_stored_rows()
         elif mem.size and engine.buf.has_room(engine.n_support):
             engine.replay_steps(mem.steps)
     mem.add(x, yi, out[3], engine.buf.tstamp)

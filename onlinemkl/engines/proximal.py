@@ -24,7 +24,7 @@ from .._lazy import lazy_module
 from .._validation import check_choice, check_number
 from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
-from ..kernels import Linear, check_kernels, default_regression_kernels
+from ..kernels import Linear, default_regression_kernels, kernels_in_use
 from ._replay import NO_MERGE, ReplayMemory, check_replay, replay_seed
 
 _cf = lazy_module("fobos")
@@ -77,14 +77,15 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
 
     ``p`` is the face (any object with the parameters as attributes);
     ``regression`` picks the default kernels, unless the face names its own
-    (a ``_default_kernels`` function, as the river regressor does); ``loss_at_zero`` is the loss at
+    (a ``_default_kernels`` function, as the river regressor does); a model loaded from a file
+    keeps the kernels it was saved with (:func:`onlinemkl.kernels.kernels_in_use`); ``loss_at_zero`` is the loss at
     ``theta = 0`` for ``gamma='auto'`` (None: no projection).
 
     ``n_extra_groups`` counts groups the learner adds itself (the sequence
     labeller's transition group) for ``group_weights``.
     """
     default = getattr(p, "_default_kernels", None) or (default_regression_kernels if regression else None)
-    kernels = check_kernels(p.kernels, default)
+    kernels = kernels_in_use(p, default)
     explicit = check_explicit_groups(getattr(p, "explicit_groups", None))
     P = len(kernels) + len(explicit) + n_extra_groups
     check_choice("regularizer", p.regularizer, tuple(REGULARIZERS))
@@ -496,7 +497,7 @@ class ProximalEngine(GroupNormEngine):
 
     def get_state(self):
         params = {"n_features": int(self.n_features), "kernels_resolved": bool(self.ck._resolved),
-                  "explicit_resolved": bool(self.xk._resolved)}
+                  "explicit_resolved": bool(self.xk._resolved), **self._kernel_state()}
         return params, collect_arrays(self, self._STATE_ARRAYS)
 
     def set_state(self, params, arrays, strict=True):
@@ -506,6 +507,7 @@ class ProximalEngine(GroupNormEngine):
         constructor parameters), except the number of outputs in use, which
         grows with a river stream's labels.
         """
+        self._check_kernel_state(params, state_rule("proximal-MKL"))
         fresh_hyper = self.hyper.copy()
         fresh_weights = self.prox_weights.copy()
         restore_arrays(self, arrays, self._STATE_ARRAYS)

@@ -153,11 +153,12 @@ class SequenceEngine(GroupNormEngine):
 
     def get_state(self):
         params = {"n_features": int(self.n_features), "len_sum": int(self.len_sum),
-                  "kernels_resolved": bool(self.ck._resolved)}
+                  "kernels_resolved": bool(self.ck._resolved), **self._kernel_state()}
         return params, collect_arrays(self, self._STATE_ARRAYS)
 
     def set_state(self, params, arrays, strict=True):
         """Restore onto an engine built from the same parameters; every shape and index is checked."""
+        self._check_kernel_state(params, state_rule("sequence-labeller"))
         fresh_hyper = self.hyper.copy()
         restore_arrays(self, arrays, self._STATE_ARRAYS)
         self._forget_records()

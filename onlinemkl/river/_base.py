@@ -16,7 +16,9 @@ import numpy as np
 
 from .._sync import ModelLock, _lock_of
 from .._validation import MAX_ABS_VALUE, check_target_value
+from ..engine import BufferEngine, recorded_kernels
 from ..features import FeatureMap, LabelMap, check_feature_cap
+from ..kernels import restoring_kernels
 
 __all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
 
@@ -157,19 +159,30 @@ class EngineAdapter(ModelLock):
 
     def _set_state(self, state, arrays):
         """Restore onto a fresh adapter built from the saved parameters; a ``ValueError`` names the
-        rule an inconsistent state breaks."""
-        self._engine.set_state(state["engine"], arrays)
-        old = self._features
-        features = FeatureMap(old.ordered, old.max_features, old.hashing)
-        features.restore(state["features"])
-        if len(features) != self._engine.n_features:
-            raise ValueError(f"{len(features)} feature names for {self._engine.n_features} engine features")
-        if hasattr(self, "_labels"):
-            labels = LabelMap(state["labels"])
-            self._check_labels(labels)
-            self._labels = labels
-        elif getattr(self._engine, "n_outputs", 1) != 1:
-            raise ValueError(f"a regressor has 1 output; the engine has {self._engine.n_outputs}")
-        self._features = features
-        self._link()
-        self._restore_adapter(state, arrays)
+        rule an inconsistent state breaks.
+
+        An engine over a support buffer records its kernels: with ``kernels=None`` the adapter
+        builds its engine again from them when they are not today's defaults
+        (:func:`onlinemkl.kernels.kernels_in_use`)."""
+        saved = recorded_kernels(state["engine"]) if isinstance(self._engine, BufferEngine) else None
+        with restoring_kernels(self, saved):
+            if saved is not None and self.kernels is None and saved != self._engine.ck.kernels:
+                engine = self._new_engine()
+                engine.set_state(state["engine"], arrays)
+                self._engine = engine
+            else:
+                self._engine.set_state(state["engine"], arrays)
+            old = self._features
+            features = FeatureMap(old.ordered, old.max_features, old.hashing)
+            features.restore(state["features"])
+            if len(features) != self._engine.n_features:
+                raise ValueError(f"{len(features)} feature names for {self._engine.n_features} engine features")
+            if hasattr(self, "_labels"):
+                labels = LabelMap(state["labels"])
+                self._check_labels(labels)
+                self._labels = labels
+            elif getattr(self._engine, "n_outputs", 1) != 1:
+                raise ValueError(f"a regressor has 1 output; the engine has {self._engine.n_outputs}")
+            self._features = features
+            self._link()
+            self._restore_adapter(state, arrays)

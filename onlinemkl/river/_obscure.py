@@ -12,6 +12,7 @@ from .._validation import check_choice, store_params
 from ..engines._replay import DEFAULT_WINDOW, check_replay
 from ..engines.obscure import ObscureEngine, check_params, stream_step
 from ..features import MAX_FEATURES, LabelMap
+from ..kernels import kernels_in_use
 from ._base import EngineAdapter, softmax_dict
 
 
@@ -97,11 +98,16 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
                  max_features: int | None = MAX_FEATURES, feature_hashing: int | None = None):
         store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
-        self._kernels, self._p = check_params(kernels, p, lam, C, eta, switch_after, budget, eviction)
-        check_choice("loss", loss, ("multiclass_hinge", "hinge"))
-        steps = check_replay(replay, replay_window, budget, eviction=eviction)
-        self._attach(ObscureEngine(self._kernels, self._p, eta, lam, budget, eviction, bool(pegasos), loss == "hinge",
-                                   C=C, replay=steps, replay_window=replay_window), self._feature_map(), LabelMap())
+        self._attach(self._new_engine(), self._feature_map(), LabelMap())
+
+    def _new_engine(self):
+        """A fresh engine from the parameters, with the kernels in use (:func:`~onlinemkl.kernels.kernels_in_use`)."""
+        kernels, p = check_params(kernels_in_use(self), self.p, self.lam, self.C, self.eta, self.switch_after,
+                                  self.budget, self.eviction)
+        check_choice("loss", self.loss, ("multiclass_hinge", "hinge"))
+        steps = check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
+        return ObscureEngine(kernels, p, self.eta, self.lam, self.budget, self.eviction, bool(self.pegasos),
+                             self.loss == "hinge", C=self.C, replay=steps, replay_window=self.replay_window)
 
     @property
     def _multiclass(self):

@@ -54,10 +54,13 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
                  feature_hashing: int | None = None):
         store_params(self, locals())
-        # Multiclass form from the start: labels emerge over time.
+        self._attach(self._new_engine(), self._feature_map(), LabelMap())
+
+    def _new_engine(self):
+        """A fresh engine from the parameters, in the multiclass form: labels emerge over time."""
         engine = classifier_engine(self, 3)
         engine.set_n_outputs(0)
-        self._attach(engine, self._feature_map(), LabelMap())
+        return engine
 
     @property
     def _multiclass(self):
@@ -163,7 +166,11 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
                  replay: int = 0, replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
                  feature_hashing: int | None = None):
         store_params(self, locals())
-        self._attach(regressor_engine(self), self._feature_map())
+        self._attach(self._new_engine(), self._feature_map())
+
+    def _new_engine(self):
+        """A fresh engine from the parameters."""
+        return regressor_engine(self)
 
     @classmethod
     def _unit_test_params(cls):
