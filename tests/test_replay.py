@@ -385,6 +385,33 @@ def _stream_step_one_call_per_step(engine, x, yi, switch_after):
     return out
 
 
+def _twin_engines_and_stream(n, n_classes, data_seed, budget, eviction, pegasos, **replay):
+    """Two identical OBSCURE engines and ``n`` examples whose last two features arrive at example 60."""
+    from onlinemkl.engines.obscure import ObscureEngine
+    from onlinemkl.kernels import default_kernels
+
+    rng = np.random.default_rng(data_seed)
+    X = rng.normal(size=(n, 6))
+    X[:60, 4:] = 0.0
+    y = rng.integers(0, n_classes, n) if n_classes > 2 else rng.integers(0, 2, n) * 2 - 1
+    engines = []
+    for _ in range(2):
+        e = ObscureEngine(default_kernels(), 1.5, None, None, budget, eviction, pegasos, n_classes == 2, **replay)
+        if n_classes > 2:
+            e.set_n_classes(n_classes)
+        engines.append(e)
+    return engines, X, y
+
+
+def _widened(engines, X, i):
+    """Example ``i`` with the features it has (4 before example 60, then 6); the engines widened."""
+    d = 4 if i < 60 else 6
+    for e in engines:
+        if e.n_features < d:
+            e.set_features(d)
+    return np.ascontiguousarray(X[i, :d])
+
+
 # No budget: with one, OBSCURE replays its stored rows instead of the reservoir
 # (test_replay_under_a_budget_adjusts_stored_rows_only).
 @pytest.mark.parametrize("n_classes, budget, parallel", [(3, None, False), (2, None, False), (3, None, True)])
@@ -395,29 +422,14 @@ def test_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes
     the reservoir's rows first.  With a buffer past ``PARALLEL_MIN_ROWS`` the steps go one by one
     through ``learn`` (the parallel pass): the same steps within rounding."""
     from onlinemkl import _config
-    from onlinemkl.engines.obscure import ObscureEngine
-    from onlinemkl.kernels import default_kernels
 
     if parallel:
         monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", 30)
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(160, 6))
-    X[:60, 4:] = 0.0  # the last two features arrive at example 60
-    y = rng.integers(0, n_classes, 160) if n_classes > 2 else rng.integers(0, 2, 160) * 2 - 1
-    engines = []
-    for _ in range(2):
-        e = ObscureEngine(default_kernels(), 1.5, None, None, budget, "oldest", False, n_classes == 2,
-                          replay=5, replay_window=30, seed=3)
-        if n_classes > 2:
-            e.set_n_classes(n_classes)
-        engines.append(e)
+    engines, X, y = _twin_engines_and_stream(160, n_classes, 5, budget, "oldest", False, replay=5,
+                                             replay_window=30, seed=3)
     new, old = engines
     for i in range(160):
-        d = 4 if i < 60 else 6
-        for e in engines:
-            if e.n_features < d:
-                e.set_features(d)
-        x = np.ascontiguousarray(X[i, :d])
+        x = _widened(engines, X, i)
         a = stream_step(new, x, int(y[i]), 120)
         b = _stream_step_one_call_per_step(old, x, int(y[i]), 120)
         assert a[1:] == b[1:]
@@ -516,32 +528,16 @@ def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, 
     (which empties the buffer); new features arriving mid-stream included.  With a
     buffer past ``PARALLEL_MIN_ROWS`` the steps go one by one through ``learn``."""
     from onlinemkl import _config
-    from onlinemkl.engines.obscure import ObscureEngine
-    from onlinemkl.kernels import default_kernels
 
     if parallel:
         monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", 20)
-    rng = np.random.default_rng(6)
-    X = rng.normal(size=(220, 6))
-    X[:60, 4:] = 0.0  # the last two features arrive at example 60
-    y = rng.integers(0, n_classes, 220) if n_classes > 2 else rng.integers(0, 2, 220) * 2 - 1
-    engines = []
-    for _ in range(2):
-        e = ObscureEngine(default_kernels(), 1.5, None, None, 25, eviction, pegasos, n_classes == 2,
-                          replay=4, seed=11)
-        if n_classes > 2:
-            e.set_n_classes(n_classes)
-        engines.append(e)
+    engines, X, y = _twin_engines_and_stream(220, n_classes, 6, 25, eviction, pegasos, replay=4, seed=11)
     new, old = engines
     assert new.replay.from_buffer
     old.replay_stored_rows = lambda: _replay_stored_rows_one_call_per_step(old)
     clocks = []
     for i in range(220):
-        d = 4 if i < 60 else 6
-        for e in engines:
-            if e.n_features < d:
-                e.set_features(d)
-        x = np.ascontiguousarray(X[i, :d])
+        x = _widened(engines, X, i)
         before = int(new.istate[_co.I_CLOCK])
         a = stream_step(new, x, int(y[i]), 150)
         b = stream_step(old, x, int(y[i]), 150)

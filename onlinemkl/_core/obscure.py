@@ -408,6 +408,8 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
                     g[j, yp] += v
                 if neg:
                     g[j, yn] -= v
+
+
 @njit
 def make_room(policy, query, buf, spec, st, a):
     """Evict a stored row under :data:`H_BUDGET` for the update of ``query``; returns the freed slot.
@@ -416,36 +418,34 @@ def make_room(policy, query, buf, spec, st, a):
     goes, its contribution is projected onto the stored row that keeps most of it
     (:func:`~onlinemkl._core.buffer.project_onto`), and the norms are updated exactly.
     """
-    S, ssq, sdiag, ypos, yneg, coef, tstamp = buf
-    theta_sq, istate, fstate, hyper, g, scores = st
-    params = spec.params
-    rows = Rows(S, ssq, sdiag)
-    G = spec.gptr.shape[0] - 1
+    params, g, theta_sq = spec.params, st.g, st.theta_sq
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
     F = spec.codes.shape[0]
-    n = istate[I_N]
+    n = st.istate[I_N]
     d = query.x.shape[0]
-    sc = fstate[F_SCALE]
+    sc = st.fstate[F_SCALE]
     wsq = np.empty(F)
     for j in range(F):
         wsq[j] = (a[j] * sc) ** 2
-    slot = choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, wsq)
+    slot = choose_evictee(policy, n, buf.tstamp, buf.coef, buf.yneg, buf.sdiag, params, wsq)
     # theta^j . u_e (the scores of x_e: a second pass over the buffer, which also finds the
     # row to project x_e's contribution onto, see buffer.project_onto) and K_j(x, x_e)
     ge = np.empty_like(g)
     kep = np.zeros(F)
     p = partner_scan(slot, d, n, buf, spec, wsq, ge, kep)
+    work = block_work(spec.gptr.shape[0] - 1)
     if p >= 0:
         # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
         gp = np.empty_like(g)
-        qp = Query(S[p, :d].copy(), ssq[p, :].copy(), sdiag[p, :].copy())
-        kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
+        qp = Query(buf.S[p, :d].copy(), buf.ssq[p, :].copy(), buf.sdiag[p, :].copy())
+        kernel_scores(qp, rows, n, spec, buf.coef, buf.ypos, buf.yneg, gp)
         kxp = np.empty((F, 1))
-        kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp, 0)
+        kernel_row_block(query, rows, p, kxp.shape[1], spec, work, kxp, 0)
         project_onto(slot, p, buf, params, theta_sq, g, Projection(wsq, ge, gp, kep, kxp))
     kx = np.empty((F, 1))
-    kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
-    evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
-    istate[I_EVICTIONS] += 1
+    kernel_row_block(query, rows, slot, kx.shape[1], spec, work, kx, 0)
+    evict(slot, theta_sq, g, ge, kx, buf.ypos, buf.yneg, buf.coef, buf.sdiag, params)
+    st.istate[I_EVICTIONS] += 1
     return slot
 
 
