@@ -377,8 +377,8 @@ class ProximalEngine(GroupNormEngine):
         buffer a replayed update takes the row that eviction frees, and its contribution is
         projected onto a stored row at the next eviction
         (:func:`~onlinemkl._core.group_evict.evict_and_merge`): replay then adjusts the kept
-        rows rather than replacing them.  A regressor replays while
-        its buffer has room, as before (its repeats never share a row; not measured otherwise).
+        rows rather than replacing them.  A regressor replays while its buffer has room, as
+        before (its repeats never share a row; not measured otherwise).
         Under ``eviction='oldest'`` replay is off unless asked for (``replay=k``: the same rule).
         Measurements: ``benchmarks/results/defaults_pbudget.md``."""
         if self.buf.budget is None:
