@@ -63,7 +63,10 @@ _COMMON_DOC = """
     replay : int >= 0 or 'auto', default 'auto' (classifier), 0 (regressor)
         After a step with a positive loss, this many extra steps on past examples drawn
         from a reservoir of ``replay_window`` of them (0: off); in ``partial_fit`` and in
-        ``fit``'s epochs alike.  'auto': 5 without a budget, 0 with one.  The regressor's
+        ``fit``'s epochs alike.  'auto': 5 (0 with a budget and ``eviction='oldest'``).
+        Under a budget the classifier replays once its buffer is full (replay while it
+        has room would spend the rows 'least_impact' keeps on repeats), the regressor
+        while it has room.  The reservoir is kept beside the budget.  The regressor's
         default is off: it helped on some regression streams and hurt badly on others
         (README, "Defaults and their reasons").
     replay_window : int >= 1, default 1000

@@ -89,8 +89,8 @@ _PROXIMAL_COMMON = {
     "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),
     "eviction": ("least_impact", "'least_impact' or 'oldest' (a sliding window, for drifting streams): what a full "
                                  "buffer drops"),
-    "replay": (None, "after a positive loss, this many extra steps on past examples (0: off; auto: 5 without "
-                     "a budget, 0 with one)"),
+    "replay": (None, "after a positive loss, this many extra steps on past examples (0: off; auto: 5, or 0 "
+                     "with a budget and eviction oldest; with a budget, once the buffer is full)"),
     "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
 }
 

@@ -39,15 +39,18 @@ _MASK = (1 << 64) - 1
 NO_MERGE = np.array([-1, -1], dtype=np.int64)
 
 
-def check_replay(replay, replay_window, budget=None, buffer_replay=True, eviction="least_impact") -> int:
+def check_replay(replay, replay_window, budget=None, buffer_replay=True, eviction="least_impact",
+                 full_replay=False) -> int:
     """Validate ``replay`` ('auto' or an int >= 0) and ``replay_window`` (an int >= 1); the steps.
 
-    ``'auto'``: :data:`DEFAULT_STEPS`.  With a budget the replayed steps only adjust stored
+    ``'auto'``: :data:`DEFAULT_STEPS`.  With a budget OBSCURE's replayed steps only adjust stored
     rows (:class:`ReplayMemory`'s ``from_buffer``): a small buffer is better spent on distinct
-    examples than on the repeats a reservoir's replay would store.  'auto' is 0 under a budget
-    for a learner that does not replay its stored rows (``buffer_replay=False``: proximal MKL,
-    whose budgeted models then merged badly, see ``benchmarks/results/defaults_budget.md``),
-    and with ``eviction='oldest'``: a sliding window drops the rows replay has made heavy.
+    examples than on the repeats a reservoir's replay would store.  The proximal classifier
+    (``full_replay=True``) replays its reservoir once its buffer is full
+    (:meth:`~onlinemkl.engines.proximal.ProximalEngine.replays_now`).  With
+    ``eviction='oldest'`` 'auto' is 0 for both (a sliding window drops the rows replay has made
+    heavy), and for any other learner under a budget (``buffer_replay=False``: the proximal
+    regressor).  Measurements: ``benchmarks/results/defaults_budget.md``, ``defaults_pbudget.md``.
     """
     from .._validation import check_number
 
@@ -56,7 +59,7 @@ def check_replay(replay, replay_window, budget=None, buffer_replay=True, evictio
                      hint=" (extra steps after a margin error; 0 turns replay off; or 'auto')")
     check_number("replay_window", replay_window, low=1, integer=True, hint=" (past examples kept for replay)")
     if replay == "auto":
-        return DEFAULT_STEPS if budget is None or (buffer_replay and eviction != "oldest") else 0
+        return DEFAULT_STEPS if budget is None or ((full_replay or buffer_replay) and eviction != "oldest") else 0
     return int(replay)
 
 

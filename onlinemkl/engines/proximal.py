@@ -135,7 +135,8 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
 def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
     """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
     st = settings(p, regression, loss_at_zero)
-    steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False)
+    steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False, eviction=p.eviction,
+                         full_replay=not regression)
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
@@ -352,19 +353,39 @@ class ProximalEngine(GroupNormEngine):
         return self._step(x, int(label), 0.0)
 
     def stream_learn(self, x, label):
-        """:meth:`learn`, then replay (:mod:`onlinemkl.engines._replay`) after a positive loss,
-        while the buffer is below its budget (a full buffer would spend its rows on repeats).
+        """:meth:`learn`, then replay (:mod:`onlinemkl.engines._replay`) after a positive loss.
 
-        Replayed regression targets are standardised with the current running statistics
-        without updating them (a replay is not a new target).  A replayed class update goes to
-        the row already holding the example when it can (the ``merge`` hint of
-        :func:`~onlinemkl._core.fobos.fobos_learn`)."""
+        Without a budget, always.  With one (:meth:`replays_now`), a classifier replays once its
+        buffer is full and a regressor while it has room.  Replayed regression targets are
+        standardised with the current running statistics without updating them (a replay is
+        not a new target).  A replayed class update goes to the row already holding the example
+        when it can (the ``merge`` hint of :func:`~onlinemkl._core.fobos.fobos_learn`)."""
         out = self.learn(x, label)
         mem = self.replay
-        if mem.steps > 0 and mem.size and out[0] > 0.0 and self.buf.has_room(self.n_support):
+        if mem.steps > 0 and mem.size and out[0] > 0.0 and self.replays_now():
             self.replay_steps(mem.steps)
         mem.add(x, label, out[3], self.buf.tstamp)
         return out
+
+    def replays_now(self) -> bool:
+        """Whether a margin error is followed by replay steps now (the budget's rule).
+
+        A classifier under a budget replays only once its buffer is full.  With 'least_impact'
+        eviction and a decreasing step size, the newest rows hold the smallest coefficients, so
+        the rows stored before the buffer fills stay in it; replay while it has room spent them
+        on repeats (on a many-class stream one example is stored again for every rival class it
+        is replayed against), and a tight budget then kept few distinct examples.  At a full
+        buffer a replayed update takes the row that eviction frees, and its contribution is
+        projected onto a stored row at the next eviction
+        (:func:`~onlinemkl._core.group_evict.evict_and_merge`): replay then adjusts the kept
+        rows rather than replacing them.  A regressor replays while its buffer has room, as
+        before (its repeats never share a row; not measured otherwise).
+        Under ``eviction='oldest'`` replay is off unless asked for (``replay=k``: the same rule).
+        Measurements: ``benchmarks/results/defaults_pbudget.md``."""
+        if self.buf.budget is None:
+            return True
+        room = self.buf.has_room(self.n_support)
+        return room if self.regression else not room
 
     def replay_steps(self, steps: int) -> None:
         """``steps`` replay steps on examples drawn from the reservoir, in one compiled call

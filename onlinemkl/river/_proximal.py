@@ -30,9 +30,10 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     the same as in :class:`onlinemkl.ProximalMKLClassifier`; kernel and
     explicit groups are tuples of feature names.  ``predict_proba_one`` is the
     softmax of the class scores (calibrated only for the logistic loss).
-    ``replay`` ('auto': 5 without a budget, 0 with one) and ``replay_window``: after a
-    positive loss, that many extra steps on past examples from a reservoir of the stream
-    (as :class:`onlinemkl.river.OBSCUREClassifier`'s; 0 turns it off).  ``max_features`` and
+    ``replay`` ('auto': 5, or 0 with a budget and ``eviction='oldest'``) and ``replay_window``:
+    after a positive loss, that many extra steps on past examples from a reservoir of the
+    stream (0 turns it off); under a budget, once the buffer is full (see
+    :class:`onlinemkl.ProximalMKLClassifier`).  ``max_features`` and
     ``feature_hashing``: as :class:`onlinemkl.river.OBSCUREClassifier`'s (a cap on new feature
     names, or names hashed into fixed columns).
 
