@@ -10,8 +10,8 @@ With a warm cache :func:`warmup` takes about as long as importing the learners.
 Each learner is compiled by running it, through its public API, on a tiny synthetic data
 set: the calls a user makes are exactly the compiled entry points that must be ready,
 and options (losses, regularisers, eviction policies, stages) are integer codes inside
-the same compiled functions, so one run covers them.  The exception is OBSCURE's budget:
-with and without one are two variants (``warmup``'s ``budget``).  The parallel variants (used from
+the same compiled functions, so one run covers them.  The exception is a budget (OBSCURE,
+proximal MKL): with and without one are two variants (``warmup``'s ``budget``).  The parallel variants (used from
 ``PARALLEL_MIN_ROWS`` stored examples) are never cached (see :mod:`onlinemkl._config`),
 so they are not compiled here either.
 
@@ -61,28 +61,34 @@ def _fit_predict(model, y):
     model.fit(X, y).predict(X)
 
 
+def _budgets(budget):
+    """The budgets to compile with: a learner with a budget runs a variant of its compiled step
+    with the eviction code, one without it a variant without (see ``_core.obscure.obscure_step``),
+    and each is compiled only where asked for.  ``budget`` None: both."""
+    return [None, N_EXAMPLES // 2] if budget is None else [N_EXAMPLES // 2 if budget else None]
+
+
 def _river_obscure(budget=None):
     from .river import OBSCUREClassifier
 
-    # switch_after: reach the stochastic second stage within the tiny stream.  A learner with a
-    # budget runs a variant of the compiled step with the eviction code, one without it a
-    # variant without (see _core.obscure.obscure_step): each is compiled only where asked for.
-    for budgeted in (False, True) if budget is None else (budget,):
-        learner = OBSCUREClassifier(switch_after=N_EXAMPLES // 2, budget=N_EXAMPLES // 2 if budgeted else None)
-        _stream(learner, _arrays()[1], proba=True)
+    # switch_after: reach the stochastic second stage within the tiny stream
+    for b in _budgets(budget):
+        _stream(OBSCUREClassifier(switch_after=N_EXAMPLES // 2, budget=b), _arrays()[1], proba=True)
 
 
 def _river_proximal(budget=None):
     from .river import ProximalMKLClassifier
 
-    # replay=2 (with a budget 'auto' is 0): replay's steps are a compiled entry point of their own
-    _stream(ProximalMKLClassifier(budget=N_EXAMPLES // 2, replay=2), _arrays()[1], proba=True)
+    # replay=2: replay's steps are a compiled entry point of their own
+    for b in _budgets(budget):
+        _stream(ProximalMKLClassifier(budget=b, replay=2), _arrays()[1], proba=True)
 
 
 def _river_proximal_regressor(budget=None):
     from .river import ProximalMKLRegressor
 
-    _stream(ProximalMKLRegressor(budget=N_EXAMPLES // 2), _arrays()[2], proba=False)
+    for b in _budgets(budget):
+        _stream(ProximalMKLRegressor(budget=b, replay=2), _arrays()[2], proba=False)
 
 
 def _sklearn_obscure(budget=None):
@@ -181,9 +187,10 @@ def warmup(learners=None, progress=True, budget=None) -> dict:
         Show a tqdm bar on standard error, labelled with the learner being compiled and the
         elapsed time.  None: only when standard error is a terminal (tqdm's rule).
     budget : bool or None, default None
-        Which variants to compile where a learner's budget selects one (OBSCURE compiles its
-        eviction code only for a learner with a budget): None both, True or False only that
-        one (the commands pass their learner's, so that a run compiles only what it uses).
+        Which variants to compile where a learner's budget selects one (OBSCURE and proximal
+        MKL compile their eviction code only for a learner with a budget): None both, True or
+        False only that one (the commands pass their learner's, so that a run compiles only
+        what it uses).
 
     Returns
     -------

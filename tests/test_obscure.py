@@ -5,7 +5,6 @@ import copy
 
 import numpy as np
 import pytest
-from numba import types
 
 import naive
 from onlinemkl import OBSCUREClassifier
@@ -759,19 +758,3 @@ def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_class
     Xt, _ = make_data(40, n_classes, seed=12)
     np.testing.assert_allclose(blocked.decision_function(Xt), full.decision_function(Xt), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(blocked.kernel_weights_, full.kernel_weights_, rtol=1e-9, atol=1e-12)
-
-
-@pytest.mark.parametrize("eviction, kept", [(types.none, False), (types.int64, True)])
-def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(eviction, kept):
-    """``obscure_step``'s eviction (``make_room``: two more passes over the buffer and a
-    projection, a fifth of a cold compilation) is pruned from the variant a learner without a
-    budget compiles: Numba's branch pruning on the ``eviction is not None`` test, run here on
-    the step's untyped IR as the compiler runs it."""
-    from numba.core import analysis, compiler, ir
-
-    func_ir = compiler.run_frontend(co.obscure_step.py_func)
-    n_args = co.obscure_step.py_func.__code__.co_argcount
-    analysis.dead_branch_prune(func_ir, (types.int64,) * (n_args - 1) + (eviction,))
-    names = {stmt.value.name for block in func_ir.blocks.values() for stmt in block.body
-             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)}
-    assert ("make_room" in names) is kept

@@ -108,7 +108,31 @@ def test_proximal_warmup_takes_replay_steps(monkeypatch):
 
     calls = []
     replay_steps = ProximalEngine.replay_steps
-    monkeypatch.setattr(ProximalEngine, "replay_steps", lambda self, steps: (calls.append(steps),
+    monkeypatch.setattr(ProximalEngine, "replay_steps", lambda self, steps: (calls.append(self.buf.budget),
                                                                              replay_steps(self, steps)))
     _compile.WARMUPS["proximal"][1]()
-    assert calls
+    assert None in calls and _compile.N_EXAMPLES // 2 in calls  # both variants: without a budget and with one
+
+
+@pytest.mark.parametrize("step, evicts", [("obscure.obscure_step", "make_room"),
+                                          ("fobos.fobos_learn", "choose_dense_evictee")])
+@pytest.mark.parametrize("budgeted", [False, True])
+def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(step, evicts, budgeted):
+    """A step's eviction code (more passes over the buffer and a projection: a fifth of a cold
+    compilation) is pruned from the variant a learner without a budget compiles: Numba's branch
+    pruning on the ``eviction is not None`` test of the step's last argument, run here on the
+    step's untyped IR as the compiler runs it."""
+    import importlib
+
+    from numba import types
+    from numba.core import analysis, compiler, ir
+
+    module, name = step.split(".")
+    func = getattr(importlib.import_module(f"onlinemkl._core.{module}"), name).py_func
+    func_ir = compiler.run_frontend(func)
+    n_args = func.__code__.co_argcount
+    eviction = types.int64 if budgeted else types.none
+    analysis.dead_branch_prune(func_ir, (types.int64,) * (n_args - 1) + (eviction,))
+    names = {stmt.value.name for block in func_ir.blocks.values() for stmt in block.body
+             if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)}
+    assert (evicts in names) is budgeted

@@ -442,13 +442,16 @@ def compress_rows(budget, buf, spec, st, order):
 
 
 @njit
-def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
+def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated, slot)``.
 
     ``merge`` (int64 ``[slot, stamp]``, or ``[-1, -1]``): where ``x`` is stored already (a
     replayed example).  If that row still holds it with this update's class vector ``u`` (the
     multiclass hinge's ``e_y - e_yhat``; never for a regression residual), the update is added
     to it instead of storing ``x`` again.  ``slot``: the row stored or added to (-1: no update).
+    ``eviction``: the eviction policy code of a learner with a budget, or None for one without:
+    then the eviction code (more passes over the buffer and a projection) is pruned from this
+    variant at compile time, so that a learner never compiles what it cannot run.
 
     ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
     regression target.  The model is ``buf`` (:class:`ProxRows`), ``spec``
@@ -510,8 +513,8 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
         merged = holds(merge[0], merge[1], u, n, tstamp, beta)
         if merged:
             slot = merge[0]
-        elif budget > 0 and n >= budget:
-            slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, n_out, sdiag, params, sigma)
+        elif eviction is not None and budget > 0 and n >= budget:
+            slot = choose_dense_evictee(eviction, n, tstamp, coef, beta, n_out, sdiag, params, sigma)
             evict_projected(slot, q, n, buf, spec, st, n_out, g)
             istate[I_EVICTIONS] += 1
         else:
@@ -542,7 +545,8 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
         thr = eta * lam * hyper[H_PROX_PARAM]
         for e in range(E):
             k = F + e
-            W[e] *= sigma[k]
+            We = W[e]  # in place through a name: ``W[e] *= s`` would store the view back, a slice
+            We *= sigma[k]  # assignment whose shape check compiles seconds of error formatting
             sigma[k] = 1.0
             flat = W[e].ravel()
             prox_l1_within(flat.copy(), thr, flat)
@@ -554,7 +558,8 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge):
     for e in range(E):
         apply_explicit_factor(F + e, factors[F + e], W[e].reshape(-1), theta_sq, sigma)
         # averaged model of the explicit groups: a running sum of sigma * W.
-        W_avg[e] += sigma[F + e] * W[e]
+        Wa = W_avg[e]  # in place through a name (see above)
+        Wa += sigma[F + e] * W[e]
     return loss, yhat, updated, slot
 
 

@@ -16,23 +16,25 @@ from .fobos import fobos_learn
 
 
 @njit
-def fobos_replay(order, X, y_cls, y_val, buf, spec, xg, st, scratch, merge):
-    """Steps on the rows ``X[order[t]]`` with labels ``y_cls[t]`` / targets ``y_val[t]``, in order.
+def fobos_replay(order, X, labels, buf, spec, xg, st, scratch, merge, eviction):
+    """Steps on the rows ``X[order[t]]`` with ``labels = (y_cls, y_val)``: labels ``y_cls[t]`` /
+    targets ``y_val[t]``, in order.
 
     ``merge``: the reservoir's row hints flattened, ``[slot, stamp]`` per row of ``X`` (see
     :func:`~onlinemkl._core.fobos.fobos_learn`'s ``merge``), updated in place where a step stores
     or adds to a row; any other length (regression: an empty array) passes no hint.  ``buf``,
     ``spec``, ``xg``, ``st``, ``scratch`` as :func:`~onlinemkl._core.fobos.fobos_learn` takes them
-    (plain tuples); the caller guarantees capacity for ``len(order)`` more rows.  Returns the
-    number of steps that updated the model.
+    (plain tuples), and ``eviction``; the caller guarantees capacity for ``len(order)`` more
+    rows.  Returns the number of steps that updated the model.
     """
+    y_cls, y_val = labels
     hints = merge.shape[0] == 2 * X.shape[0]
     none = np.full(2, -1, dtype=np.int64)  # fobos_learn's "stored nowhere"
     n_updates = 0
     for t in range(order.shape[0]):
         i = order[t]
         hint = merge[2 * i:2 * i + 2] if hints else none
-        _, _, updated, slot = fobos_learn(X[i], y_cls[t], y_val[t], buf, spec, xg, st, scratch, hint)
+        _, _, updated, slot = fobos_learn(X[i], y_cls[t], y_val[t], buf, spec, xg, st, scratch, hint, eviction)
         if updated:
             n_updates += 1
             if hints:

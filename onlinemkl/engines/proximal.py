@@ -401,7 +401,7 @@ class ProximalEngine(GroupNormEngine):
             y_cls, y_val = labels[order], np.zeros(steps)
         self._ensure_rows(self.n_support + steps)
         buf, spec, xg, st, scratch = self._records or self._build_records()
-        _cr.fobos_replay(order, rows, y_cls, y_val, buf, spec, xg, st, scratch, where)
+        _cr.fobos_replay(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction())
 
     def _step(self, x, y_cls, y_val, merge=NO_MERGE):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:
@@ -410,7 +410,12 @@ class ProximalEngine(GroupNormEngine):
         if n >= self.buf.S.shape[0]:  # the buffer is full: grow it (at the budget: no-op, the step evicts)
             self._ensure_rows(int(n) + 1)
         buf, spec, xg, st, scratch = self._records or self._build_records()
-        return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge)
+        return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, self._eviction())
+
+    def _eviction(self):
+        """The eviction policy code the compiled step takes; None without a budget (that variant
+        is compiled without the eviction code)."""
+        return int(self.hyper[_cf.H_POLICY]) if self.hyper[_cf.H_BUDGET] > 0 else None
 
     def target_scale(self):
         """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
