@@ -29,14 +29,13 @@ MODE_FACTOR = 1
 @njit
 def base_sum(Kb, Fb, mode, n):
     """``S = K_1 + ... + K_r`` (n x n)."""
-    S = np.zeros((n, n))
     if mode == MODE_FACTOR:
-        S[:, :] = np.dot(Fb, Fb.T)
-    else:
-        for j in range(Kb.shape[0]):
-            for a in range(n):
-                for b in range(n):
-                    S[a, b] += Kb[j, a, b]
+        return np.dot(Fb, Fb.T)
+    S = np.zeros((n, n))
+    for j in range(Kb.shape[0]):
+        for a in range(n):
+            for b in range(n):
+                S[a, b] += Kb[j, a, b]
     return S
 
 
@@ -281,7 +280,12 @@ def combined_kernel(Z, w, Kb, Fb, mode, n):
         for k in range(m):
             for a in range(n):
                 Gw[a, k] *= w[k]
-        K[:, :] = np.dot(Gw, G.T)
+        # copied element by element: a slice assignment between arrays compiles a shape check
+        # with a formatted error message (seconds of first-run compile time, see buffer.put_row)
+        P = np.dot(Gw, G.T)
+        for a in range(n):
+            for b in range(n):
+                K[a, b] = P[a, b]
     else:
         tmp = np.empty((n, n))
         for k in range(m):
