@@ -10,6 +10,7 @@ import naive
 from onlinemkl import OBSCUREClassifier
 from onlinemkl._core import buffer as cb
 from onlinemkl._core import obscure as co
+from onlinemkl._core import obscure_fit
 from onlinemkl._core.state import LabelledRows
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.engines.obscure import ObscureEngine, default_eta, hinge_losses
@@ -142,7 +143,7 @@ def test_fit_matches_reference_fit(n_classes, budget, eviction):
     """``fit`` (precomputed kernel matrices, random epochs, R from the training loss) == the written-out loop.
 
     More than two classes: the scores come from the mixed kernel and only the two columns of
-    ``g`` an update reads are summed (``_core.obscure.gather_mixed``); 14 classes: past
+    ``g`` an update reads are summed (``_core.obscure_fit.gather_mixed``); 14 classes: past
     ``DENSE_OUTPUTS`` too."""
     X, y = make_data(70, min(n_classes, 3), seed=3)
     if n_classes > 3:  # every class present: 5 examples each, by rank of a noisy projection
@@ -187,7 +188,7 @@ def test_fit_class_sums_equal_recomputation(n_classes, pegasos):
     kept = run.class_sums
     b = eng.buf
     fresh = np.empty_like(kept)
-    co.class_sums(run.kernel_matrices, run.sv_index(), LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp),
+    obscure_fit.class_sums(run.kernel_matrices, run.sv_index(), LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp),
                   eng.n_support, fresh)
     # two orders of summation: within rounding of the sum of absolute terms (raw coefficients
     # grow as the stage-2 scale shrinks, to ~1e8 under Pegasos, and cancel in the sums)

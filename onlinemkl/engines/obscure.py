@@ -30,6 +30,7 @@ MIN_CHUNK = 64
 
 _ck = lazy_module("kernels")
 _co = lazy_module("obscure")
+_cof = lazy_module("obscure_fit")
 _cs = lazy_module("scores")
 
 __all__ = ["ObscureEngine", "default_p", "default_eta", "EVICTION", "hinge_losses", "check_params",
@@ -248,10 +249,10 @@ class ObscureEngine(BufferEngine):
         return _co.obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction)
 
     def _fit_run(self, order, X, Yi, Kt, sv_index, merge, sums=None):
-        """``_core.obscure.obscure_fit_run``: ``fit``'s steps over kernel matrices ``Kt`` (and the
+        """``_core.obscure_fit.obscure_fit_run``: ``fit``'s steps over kernel matrices ``Kt`` (and the
         training examples' class sums ``sums``, or None)."""
         buf, spec, st, eviction = self._arguments()
-        return _co.obscure_fit_run(order, X, Yi, (Kt, sv_index), buf, spec, st, merge, eviction, sums)
+        return _cof.obscure_fit_run(order, X, Yi, (Kt, sv_index), buf, spec, st, merge, eviction, sums)
 
     def _step(self, x, y, mode, merge=NO_MERGE):
         """One example through :meth:`_run`; returns ``(loss, yhat, updated, slot)``."""
