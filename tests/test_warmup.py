@@ -121,7 +121,8 @@ def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(step, ev
     """A step's eviction code (more passes over the buffer and a projection: a fifth of a cold
     compilation) is pruned from the variant a learner without a budget compiles: Numba's branch
     pruning on the ``eviction is not None`` test of the step's last argument, run here on the
-    step's untyped IR as the compiler runs it."""
+    step's untyped IR as the compiler runs it (OBSCURE's step is inlined into its entry points,
+    where the compiler prunes again after inlining, on the entry point's argument)."""
     import importlib
 
     from numba import types

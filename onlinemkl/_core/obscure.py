@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._config import njit
+from .._config import njit, njit_inline
 from .buffer import (Projection, choose_evictee, evict, fold_scales, partner_scan, project_onto, store,
                      update_norms_add)
 from .kernels import block_work, effective_diag, kernel_row_block, prepare_query
@@ -261,7 +261,7 @@ def make_room(policy, query, buf, spec, st, a):
     return slot
 
 
-@njit
+@njit_inline
 def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only, eviction):
     """One OBSCURE step on ``(x, y)``; the whole per-example work in one call.
 
