@@ -209,7 +209,7 @@ def partner_scan(e, d, n, buf, spec, wsq, ge, kep):
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv)
         add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, ge)
         for t in range(m):
             i = i0 + t

@@ -173,7 +173,7 @@ def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
     bt = np.empty((n_out, ROW_BLOCK))
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
         accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
 
 
@@ -403,13 +403,13 @@ def evict_projected(slot, q, n, buf, spec, st, n_out, g):
     j = evict_scan(slot, n, rows, spec, coef, beta, n_out, st.sigma, ge, kej)
     work = block_work(spec.gptr.shape[0] - 1)
     kxe = np.empty((F, 1))
-    kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe, 0)
+    kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe)
     gj = np.zeros((F, n_out))
     kxj = np.zeros((F, 1))
     if j >= 0:
         qj = Query(buf.S[j, :].copy(), buf.ssq[j, :].copy(), buf.sdiag[j, :].copy())
         dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
-        kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj, 0)
+        kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj)
     evict_and_merge(slot, j, EvictionPasses(ge, gj, kej, kxe, kxj), buf, spec.params, st, n_out, g)
     return j
 

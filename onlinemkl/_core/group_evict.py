@@ -117,7 +117,7 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv)
         for t in range(m):
             i = i0 + t
             for c in range(n_out):

@@ -460,79 +460,86 @@ def block_quantities(q, rows, i0, m, spec, work):
 
 
 @njit
-def block_values(code, p, dots, sqds, l1s, m, out, o0, base, work):
-    """One kernel's raw (unnormalised) values on a block: ``out[o0 + t]`` from the shared
-    quantities ``dots[t]``, ``sqds[t]``, ``l1s[t]`` for ``t < m``.
+def block_values(codes, params, kgroup, g, work, m, out):
+    """Raw (unnormalised) kernel values on a block: ``out[j, t]`` for ``t < m`` from the shared
+    quantities of kernel ``j``'s group, ``work.dots[r, t]``, ``work.sqds[r, t]``, ``work.l1s[r, t]``.
 
-    The kind is dispatched once per block, not once per row, and each loop has a straight
-    body; the formulas are those of :func:`kernel_value`.  ``base`` holds the block's values of
-    the kernel's ladder base (:func:`ladder_base`) at the same offsets (computed before: a
-    ladder's base has a lower index); read only by a ladder kernel.  ``work.scratch`` and
-    ``work.bits`` are work space of ``>= m`` entries.
+    ``g < 0``: every kernel, each from its own group's row ``r = kgroup[j]`` (the blocked
+    passes); ``g >= 0``: only the kernels of group ``g``, from row ``r = 0`` (the batch path,
+    one group at a time).  The kind is dispatched once per block and kernel, not once per
+    row, and each loop has a straight body; the formulas are those of :func:`kernel_value`.
+    A ladder kernel reads its base's values in ``out[ladder_base(params[j], j)]`` (computed
+    before: a ladder's base has a lower index).  ``work.scratch`` and ``work.bits`` are work
+    space.  One call for all kernels, and the 2-D arrays indexed by row (``out[j, t]``) rather
+    than through row views: every array a call takes or a view makes costs two atomic
+    reference-count operations, which per kernel and block would cost as much as the
+    arithmetic of a small block.
     """
-    o = out[o0:o0 + m]
-    if code == LINEAR:
-        for t in range(m):
-            o[t] = dots[t]
-    elif code == POLYNOMIAL:
-        deg = int(p[0])
-        p1 = p[1]
-        p2 = p[2]
-        if deg == 2:
+    dots, sqds, l1s, scratch = work.dots, work.sqds, work.l1s, work.scratch
+    for j in range(codes.shape[0]):
+        if g >= 0 and kgroup[j] != g:
+            continue
+        r = kgroup[j] if g < 0 else 0
+        code = codes[j]
+        if code == LINEAR:
             for t in range(m):
-                b = p2 * dots[t] + p1
-                o[t] = b * b
-        elif deg == 3:
+                out[j, t] = dots[r, t]
+        elif code == POLYNOMIAL:
+            deg = int(params[j, 0])
+            p1 = params[j, 1]
+            p2 = params[j, 2]
+            if deg == 2:
+                for t in range(m):
+                    b = p2 * dots[r, t] + p1
+                    out[j, t] = b * b
+            elif deg == 3:
+                for t in range(m):
+                    b = p2 * dots[r, t] + p1
+                    out[j, t] = (b * b) * b
+            else:
+                for t in range(m):
+                    b = p2 * dots[r, t] + p1
+                    v = 1.0
+                    for _ in range(deg):
+                        v *= b
+                    out[j, t] = v
+        elif code == RBF and params[j, P_LADDER_K] >= 2.0:
+            ladder_block(out[int(params[j, P_LADDER_BASE])], m, int(params[j, P_LADDER_K]), params[j, P_LADDER_LO],
+                         out[j], 0, scratch)
+        elif code == RBF or code == LAPLACIAN:
+            ng = -params[j, 0]
+            if code == RBF:
+                for t in range(m):
+                    scratch[t] = ng * sqds[r, t]
+            else:
+                for t in range(m):
+                    scratch[t] = ng * l1s[r, t]
+            exp_neg_block(scratch, m, out[j], 0, work.bits)
+        else:  # BSPLINE
+            h = params[j, 0]
             for t in range(m):
-                b = p2 * dots[t] + p1
-                o[t] = (b * b) * b
-        else:
-            for t in range(m):
-                b = p2 * dots[t] + p1
-                v = 1.0
-                for _ in range(deg):
-                    v *= b
-                o[t] = v
-    elif code == RBF or code == LAPLACIAN:
-        if code == RBF and p[P_LADDER_K] >= 2.0:
-            ladder_block(base, m, int(p[P_LADDER_K]), p[P_LADDER_LO], out, o0, work.scratch)
-        else:
-            src = sqds if code == RBF else l1s
-            ng = -p[0]
-            scratch = work.scratch
-            for t in range(m):
-                scratch[t] = ng * src[t]
-            exp_neg_block(scratch, m, out, o0, work.bits)
-    else:  # BSPLINE
-        h = p[0]
-        for t in range(m):
-            v = 1.0 - np.sqrt(sqds[t]) / h
-            o[t] = v if v > 0.0 else 0.0
+                v = 1.0 - np.sqrt(sqds[r, t]) / h
+                out[j, t] = v if v > 0.0 else 0.0
 
 
 @njit
-def kernel_row_block(q, rows, i0, m, spec, work, out, o0):
-    """``out[j, o0 + t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
+def kernel_row_block(q, rows, i0, m, spec, work, out):
+    """``out[j, t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
     quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`),
     normalised where the kernel is (:func:`normalise`, as the per-row path).
 
     ``q``, ``rows``, ``spec``, ``work``: :class:`~onlinemkl._core.state.Query`, ``Rows``,
-    ``KernelSpec``, ``Work`` (:func:`block_work`).  Every blocked pass over the buffer goes
-    through here.
+    ``KernelSpec``, ``Work`` (:func:`block_work`); ``out``: at least ``F x m``.  Every blocked
+    pass over the buffer goes through here.
     """
     block_quantities(q, rows, i0, m, spec, work)
     params, sdiag, xdiag = spec.params, rows.sdiag, q.xdiag
-    for j in range(spec.codes.shape[0]):
-        g = spec.kgroup[j]
-        oj = out[j]
-        block_values(spec.codes[j], params[j], work.dots[g], work.sqds[g], work.l1s[g], m, oj, o0,
-                     out[ladder_base(params[j], j)], work)
+    block_values(spec.codes, params, spec.kgroup, -1, work, m, out)
+    for j in range(params.shape[0]):
         if params[j, P_NORMALIZE] != 0.0:
             xj = xdiag[j]
-            o = oj[o0:o0 + m]
-            sd = sdiag[i0:i0 + m]
             for t in range(m):
-                o[t] = (o[t] * sd[t, j]) * xj
+                out[j, t] = (out[j, t] * sdiag[i0 + t, j]) * xj
 
 
 @njit
@@ -547,17 +554,27 @@ def kernel_row(q, rows, n, spec, out):
     """Kernel values of the query against stored rows ``0..n-1``: ``out[j, i] = K_j(x, S_i)``.
 
     ``q.xsq``/``q.xdiag`` come from :func:`prepare_query`.  One pass over the buffer in blocks of
-    :data:`ROW_BLOCK` rows.
+    :data:`ROW_BLOCK` rows, each computed into a block's scratch and copied.
     """
+    F = spec.codes.shape[0]
     work = block_work(spec.gptr.shape[0] - 1)
+    kv = np.empty((F, ROW_BLOCK))
     for i0 in range(0, n, ROW_BLOCK):
-        kernel_row_block(q, rows, i0, min(ROW_BLOCK, n - i0), spec, work, out, i0)
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
+        for j in range(F):
+            out[j, i0:i0 + m] = kv[j, :m]
 
 
 @njit_parallel
 def kernel_row_parallel(q, rows, n, spec, out):
     """:func:`kernel_row` with blocks of rows spread over threads (the same values)."""
+    F = spec.codes.shape[0]
     G = spec.gptr.shape[0] - 1
     for b in numba.prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         i0 = b * ROW_BLOCK
-        kernel_row_block(q, rows, i0, min(ROW_BLOCK, n - i0), spec, block_work(G), out, i0)
+        m = min(ROW_BLOCK, n - i0)
+        kv = np.empty((F, ROW_BLOCK))
+        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv)
+        for j in range(F):
+            out[j, i0:i0 + m] = kv[j, :m]

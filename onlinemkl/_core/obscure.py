@@ -437,10 +437,10 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
                 qp = Query(S[p, :x.shape[0]].copy(), ssq[p, :].copy(), sdiag[p, :].copy())
                 kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
                 kxp = np.empty((F, 1))
-                kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp, 0)
+                kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp)
                 project_onto(slot, p, buf, params, theta_sq, g, Projection(wsq, ge, gp, kep, kxp))
             kx = np.empty((F, 1))
-            kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx, 0)
+            kernel_row_block(query, rows, slot, kx.shape[1], spec, block_work(G), kx)
             evict(slot, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params)
             istate[I_EVICTIONS] += 1
         else:

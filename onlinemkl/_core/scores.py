@@ -204,7 +204,7 @@ def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     ws = np.empty(ROW_BLOCK)
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
         add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out)
 
 
@@ -226,7 +226,7 @@ def kernel_scores_parallel(q, rows, n, spec, coef, ypos, yneg, g_out):
         i0 = b * ROW_BLOCK
         m = min(ROW_BLOCK, n - i0)
         kv = np.empty((F, ROW_BLOCK))
-        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv)
         accumulate_block(kv, m, coef, i0, ypos, yneg, np.empty(ROW_BLOCK), parts[b])
     g_out[:, :] = 0.0
     for b in range(n_blocks):
