@@ -100,8 +100,8 @@ def exp_neg(x):
 
 
 @njit_contract
-def exp_neg_block(z, m, out, o0, bits):
-    """``out[o0 + t] = exp_neg(z[t])`` for ``t < m``, within 1 ulp of libm, in loops LLVM vectorises.
+def exp_neg_block(z, m, out, j, bits):
+    """``out[j, t] = exp_neg(z[t])`` for ``t < m`` (``out`` 2-D), within 1 ulp of libm, in loops LLVM vectorises.
 
     libm's ``exp`` is a call per element that no loop vectorises (Numba's SVML path needs an
     SVML build of LLVM), and the RBF and Laplacian kernels spend most of a kernel row in it.
@@ -109,11 +109,11 @@ def exp_neg_block(z, m, out, o0, bits):
     Taylor polynomial of degree 13 (truncation < 1e-17 relative) as a Horner chain that may
     fuse into multiply-adds, and ``2^k`` from its exponent bits: the integers go to ``bits``
     (int64 scratch of ``>= m`` entries), whose float64 view then scales the values, a second
-    loop that vectorises as well.  (Indices run from 0 over slices: an index like ``o0 + t``
-    could be negative as far as LLVM knows, and Numba's wraparound check on it keeps a loop
-    from vectorising; the same holds in every block loop below.)
+    loop that vectorises as well.  (Indices run from 0: an index like ``o0 + t`` could be
+    negative as far as LLVM knows, and Numba's wraparound check on it keeps a loop from
+    vectorising; the same holds in every block loop below.  Rows are indexed, not taken as
+    views: a view costs two atomic reference counts per call.)
     """
-    o = out[o0:o0 + m]
     for t in range(m):
         x = z[t]
         x0 = x if x < 0.0 else 0.0
@@ -134,11 +134,11 @@ def exp_neg_block(z, m, out, o0, bits):
         q = q * r + 0.5
         q = q * r + 1.0
         q = q * r + 1.0
-        o[t] = q if x0 >= EXP_FLOOR else 0.0
+        out[j, t] = q if x0 >= EXP_FLOOR else 0.0
         bits[t] = (np.int64(kf) + 1023) << 52  # 2^k, k in [-1022, 0]
     scale = bits.view(np.float64)
     for t in range(m):
-        o[t] *= scale[t]
+        out[j, t] *= scale[t]
 
 
 @njit_contract
@@ -244,47 +244,46 @@ def ladder_value(v, k, lo):
 
 
 @njit_contract
-def ladder_block(base, m, k, lo, out, o0, c):
-    """``out[o0 + t] = ladder_value(base[o0 + t], k, lo)`` for ``t < m``.
+def ladder_block(out, b, j, m, k, lo, c):
+    """``out[j, t] = ladder_value(out[b, t], k, lo)`` for ``t < m``: kernel ``j``'s values from its
+    ladder base's, row ``b`` of the same 2-D ``out``.
 
     The default set's exponents (10 and 100) as straight chains in one loop each, which LLVM
     vectorises; any other ``k`` by one vectorised pass per squaring and product (``c``: scratch
     of ``>= m`` entries).  Only the powers the result needs are formed, so no intermediate goes
     subnormal (see :func:`ladder_value`), and the products come in :func:`ladder_value`'s order.
     """
-    b = base[o0:o0 + m]
-    o = out[o0:o0 + m]
     if k == 10:
         for t in range(m):
-            v = b[t]
+            v = out[b, t]
             c1 = v if v >= lo else 0.0
             c2 = c1 * c1
             c8 = (c2 * c2) * (c2 * c2)
-            o[t] = c2 * c8
+            out[j, t] = c2 * c8
         return
     if k == 100:
         for t in range(m):
-            v = b[t]
+            v = out[b, t]
             c1 = v if v >= lo else 0.0
             c4 = (c1 * c1) * (c1 * c1)
             c8 = c4 * c4
             c32 = (c8 * c8) * (c8 * c8)
             c64 = c32 * c32
-            o[t] = (c4 * c32) * c64
+            out[j, t] = (c4 * c32) * c64
         return
     for t in range(m):
-        v = b[t]
+        v = out[b, t]
         c[t] = v if v >= lo else 0.0
     first = True
     while True:
         if k & 1:
             if first:
                 for t in range(m):
-                    o[t] = c[t]
+                    out[j, t] = c[t]
                 first = False
             else:
                 for t in range(m):
-                    o[t] *= c[t]
+                    out[j, t] *= c[t]
         k >>= 1
         if k == 0:
             return
@@ -427,7 +426,12 @@ def effective_diag(stored, normalized):
 @njit
 def block_quantities(q, rows, i0, m, spec, work):
     """:func:`row_quantities` for the ``m`` stored rows ``i0 .. i0+m-1`` at once, into ``work``:
-    ``work.dots[g, t]``, ``work.sqds[g, t]``, ``work.l1s[g, t]`` for row ``i0 + t``."""
+    ``work.dots[g, t]``, ``work.sqds[g, t]``, ``work.l1s[g, t]`` for row ``i0 + t``.
+
+    Only what a group's kernels read is written: ``l1s[g]`` where the group has the
+    ``GROUP_L1`` flag, ``dots[g]`` unless the group is ``GROUP_SQDIST`` without ``GROUP_DOT``
+    (no kernel of :func:`block_values` reads the others).
+    """
     x, xsq, S, ssq = q.x, q.xsq, rows.S, rows.ssq
     granges, gptr, gl1 = spec.granges, spec.gptr, spec.gl1
     dots, sqds, l1s = work.dots, work.sqds, work.l1s
@@ -437,7 +441,7 @@ def block_quantities(q, rows, i0, m, spec, work):
         r1 = gptr[g + 1]
         direct = (gl1[g] & GROUP_SQDIST) != 0
         if direct and (gl1[g] & GROUP_DOT) == 0:
-            dots[g, :m] = 0.0
+            pass  # no kernel of the group reads a dot product
         elif r1 - r0 == 1:  # one column range (the common case)
             dots_block(x, S, i0, m, granges[r0, 0], granges[r0, 1], dots[g])
         else:
@@ -455,8 +459,6 @@ def block_quantities(q, rows, i0, m, spec, work):
                 qg[t] = d2 if d2 > 0.0 else 0.0
         if (gl1[g] & GROUP_L1) != 0:
             l1_block(x, S, i0, m, granges, r0, r1, l1s[g])
-        else:
-            l1s[g, :m] = 0.0
 
 
 @njit
@@ -504,8 +506,8 @@ def block_values(codes, params, kgroup, g, work, m, out):
                         v *= b
                     out[j, t] = v
         elif code == RBF and params[j, P_LADDER_K] >= 2.0:
-            ladder_block(out[int(params[j, P_LADDER_BASE])], m, int(params[j, P_LADDER_K]), params[j, P_LADDER_LO],
-                         out[j], 0, scratch)
+            ladder_block(out, int(params[j, P_LADDER_BASE]), j, m, int(params[j, P_LADDER_K]), params[j, P_LADDER_LO],
+                         scratch)
         elif code == RBF or code == LAPLACIAN:
             ng = -params[j, 0]
             if code == RBF:
@@ -514,7 +516,7 @@ def block_values(codes, params, kgroup, g, work, m, out):
             else:
                 for t in range(m):
                     scratch[t] = ng * l1s[r, t]
-            exp_neg_block(scratch, m, out[j], 0, work.bits)
+            exp_neg_block(scratch, m, out, j, work.bits)
         else:  # BSPLINE
             h = params[j, 0]
             for t in range(m):
@@ -522,7 +524,7 @@ def block_values(codes, params, kgroup, g, work, m, out):
                 out[j, t] = v if v > 0.0 else 0.0
 
 
-@njit
+@njit_inline
 def kernel_row_block(q, rows, i0, m, spec, work, out):
     """``out[j, t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
     quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`),
@@ -538,8 +540,9 @@ def kernel_row_block(q, rows, i0, m, spec, work, out):
     for j in range(params.shape[0]):
         if params[j, P_NORMALIZE] != 0.0:
             xj = xdiag[j]
+            sd = sdiag[i0:i0 + m]
             for t in range(m):
-                out[j, t] = (out[j, t] * sdiag[i0 + t, j]) * xj
+                out[j, t] = (out[j, t] * sd[t, j]) * xj
 
 
 @njit
