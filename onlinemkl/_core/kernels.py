@@ -547,9 +547,12 @@ def kernel_row_block(q, rows, i0, m, spec, work, out):
 
 @njit
 def block_work(n_groups):
-    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`)."""
-    return Work(np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)),
-                np.empty(ROW_BLOCK), np.empty(ROW_BLOCK, dtype=np.int64))
+    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`): the float arrays are
+    row ranges of one allocation (a view costs two reference counts, an allocation a ``malloc``
+    and a ``free``: on a small buffer a pass's fixed cost)."""
+    G = n_groups
+    f = np.empty((3 * G + 1, ROW_BLOCK))
+    return Work(f[:G], f[G:2 * G], f[2 * G:3 * G], f[3 * G], np.empty(ROW_BLOCK, dtype=np.int64))
 
 
 @njit
