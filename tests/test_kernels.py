@@ -97,12 +97,15 @@ def compiled(kernels, d=D):
 
 
 def buffer_of(S, c):
-    """The cached per-row quantities of a support buffer (squared group norms, raw diagonals)."""
+    """The cached per-row quantities of a support buffer (squared group norms ``[n, G]``, diagonals
+    in the stored form, kernel by kernel ``[F, n]``, as the buffer holds them)."""
     n = S.shape[0]
     ssq = np.zeros((n, c.n_groups))
-    sdiag = np.zeros((n, c.n_kernels))
+    sdiag = np.zeros((c.n_kernels, n))
     for i in range(n):
-        ck.prepare_query(S[i], c.spec(), ssq[i], sdiag[i])
+        xdiag = np.empty(c.n_kernels)
+        ck.prepare_query(S[i], c.spec(), ssq[i], xdiag)
+        sdiag[:, i] = xdiag
     return ssq, sdiag
 
 
@@ -618,6 +621,6 @@ def test_stored_diagonals_of_a_buffer_are_reciprocal_roots_for_normalised_kernel
     c = compiled([Linear(normalize=True), Polynomial(degree=2), Polynomial(degree=3, normalize=True)], d=6)
     ssq, sdiag = buffer_of(S, c)
     sq = (S ** 2).sum(axis=1)
-    np.testing.assert_allclose(sdiag[:, 0], 1.0 / np.sqrt(sq), rtol=1e-15)
-    np.testing.assert_allclose(sdiag[:, 1], (sq + 1.0) ** 2, rtol=1e-15)
-    np.testing.assert_allclose(sdiag[:, 2], (sq + 1.0) ** -1.5, rtol=1e-14)
+    np.testing.assert_allclose(sdiag[0], 1.0 / np.sqrt(sq), rtol=1e-15)
+    np.testing.assert_allclose(sdiag[1], (sq + 1.0) ** 2, rtol=1e-15)
+    np.testing.assert_allclose(sdiag[2], (sq + 1.0) ** -1.5, rtol=1e-14)

@@ -408,10 +408,14 @@ def prepare_query(x, spec, xsq, xdiag):
 
 @njit
 def refresh_row_caches(rows, n, spec):
-    """``ssq[:n]`` and ``sdiag[:n]`` recomputed from the stored rows ``S[:n]`` (:func:`prepare_query`
+    """``ssq[:n]`` and ``sdiag[:, :n]`` recomputed from the stored rows ``S[:n]`` (:func:`prepare_query`
     row by row): they are derived from the rows, so a restored model does not trust a file's copies."""
+    sdiag = rows.sdiag
+    xdiag = np.empty(sdiag.shape[0])
     for i in range(n):
-        prepare_query(rows.S[i], spec, rows.ssq[i], rows.sdiag[i])
+        prepare_query(rows.S[i], spec, rows.ssq[i], xdiag)
+        for j in range(xdiag.shape[0]):
+            sdiag[j, i] = xdiag[j]
 
 
 @njit
@@ -540,9 +544,9 @@ def kernel_row_block(q, rows, i0, m, spec, work, out):
     for j in range(params.shape[0]):
         if params[j, P_NORMALIZE] != 0.0:
             xj = xdiag[j]
-            sd = sdiag[i0:i0 + m]
+            sd = sdiag[j, i0:i0 + m]  # contiguous: the loop vectorises
             for t in range(m):
-                out[j, t] = (out[j, t] * sd[t, j]) * xj
+                out[j, t] = (out[j, t] * sd[t]) * xj
 
 
 @njit

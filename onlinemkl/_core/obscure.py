@@ -434,7 +434,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only)
             if p >= 0:
                 # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
                 gp = np.empty_like(g)
-                qp = Query(S[p, :x.shape[0]].copy(), ssq[p, :].copy(), sdiag[p, :].copy())
+                qp = Query(S[p, :x.shape[0]].copy(), ssq[p, :].copy(), sdiag[:, p].copy())
                 kernel_scores(qp, rows, n, spec, coef, ypos, yneg, gp)
                 kxp = np.empty((F, 1))
                 kernel_row_block(query, rows, p, kxp.shape[1], spec, block_work(G), kxp)
@@ -478,7 +478,7 @@ def theta_sq_from_buffer(buf, n, spec, n_out):
     per_kernel = 1 if coef.shape[1] > 1 else 0
     d = S.shape[1]
     for i in range(n):
-        kernel_scores(Query(S[i, :d].copy(), ssq[i, :].copy(), sdiag[i, :].copy()), rows, n, spec, coef, ypos, yneg, g)
+        kernel_scores(Query(S[i, :d].copy(), ssq[i, :].copy(), sdiag[:, i].copy()), rows, n, spec, coef, ypos, yneg, g)
         for j in range(F):
             v = g[j, ypos[i]]
             if yneg[i] >= 0:

@@ -288,7 +288,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
                 kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
                 add_row_to_scores(-1.0, slot, kx, coef, beta, Y, gpos[j])
             # the raw scores of the evicted row (a second pass), then its share of the norms
-            qe = Query(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy())
+            qe = Query(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[:, slot].copy())
             dense_kernel_scores(qe, rows, n, spec, coef, beta, Y, ge)
             evict_norms(slot, ge, theta_sq, coef, beta, Y, sdiag, params)
             istate[I_EVICTIONS] += 1
