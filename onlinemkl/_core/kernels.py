@@ -528,7 +528,7 @@ def block_values(codes, params, kgroup, g, work, m, out):
                 out[j, t] = v if v > 0.0 else 0.0
 
 
-@njit_inline
+@njit
 def kernel_row_block(q, rows, i0, m, spec, work, out):
     """``out[j, t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
     quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`),
@@ -536,15 +536,23 @@ def kernel_row_block(q, rows, i0, m, spec, work, out):
 
     ``q``, ``rows``, ``spec``, ``work``: :class:`~onlinemkl._core.state.Query`, ``Rows``,
     ``KernelSpec``, ``Work`` (:func:`block_work`); ``out``: at least ``F x m``.  Every blocked
-    pass over the buffer goes through here.
+    pass over the buffer goes through here or, the fused score pass
+    (:func:`~onlinemkl._core.scores.kernel_scores`), through its three steps called one by one.
     """
     block_quantities(q, rows, i0, m, spec, work)
-    params, sdiag, xdiag = spec.params, rows.sdiag, q.xdiag
-    block_values(spec.codes, params, spec.kgroup, -1, work, m, out)
+    block_values(spec.codes, spec.params, spec.kgroup, -1, work, m, out)
+    normalise_block(spec.params, rows.sdiag, q.xdiag, i0, m, out)
+
+
+@njit
+def normalise_block(params, sdiag, xdiag, i0, m, out):
+    """``out[j, t] *= sdiag[j, i0 + t] xdiag[j]`` for ``t < m`` and every normalised kernel ``j``:
+    :func:`normalise` over a block, with the stored rows' diagonals kernel by kernel
+    (``sdiag[F, cap]``), so each kernel's loop reads a contiguous row and vectorises."""
     for j in range(params.shape[0]):
         if params[j, P_NORMALIZE] != 0.0:
             xj = xdiag[j]
-            sd = sdiag[j, i0:i0 + m]  # contiguous: the loop vectorises
+            sd = sdiag[j, i0:i0 + m]
             for t in range(m):
                 out[j, t] = (out[j, t] * sd[t]) * xj
 

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from .._config import njit, njit_inline, njit_parallel, njit_sum
-from .kernels import ROW_BLOCK, block_work, kernel_row_block
+from .kernels import ROW_BLOCK, block_quantities, block_values, block_work, kernel_row_block, normalise_block
 
 #: Up to this many outputs, scores with a shared coefficient are accumulated densely
 #: (:func:`accumulate_block`: a weight row per output, a dot product per kernel and output);
@@ -202,9 +202,14 @@ def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     work = block_work(spec.gptr.shape[0] - 1)
     kv = np.empty((F, ROW_BLOCK))
     ws = np.empty(ROW_BLOCK)
+    codes, params, kgroup, sdiag, xdiag = spec.codes, spec.params, spec.kgroup, rows.sdiag, q.xdiag
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv)
+        # kernel_row_block's three steps called from here: a call with its records' 18 arrays
+        # per block would cost 36 atomic reference counts more (ARCHITECTURE.md)
+        block_quantities(q, rows, i0, m, spec, work)
+        block_values(codes, params, kgroup, -1, work, m, kv)
+        normalise_block(params, sdiag, xdiag, i0, m, kv)
         add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out)
 
 
