@@ -66,8 +66,10 @@ def fill_rows(eng, n: int, d: int, rng):
     b = eng.buf
     b.S[:n, :d] = rng.normal(size=(n, d))
     spec = eng.ck.spec()
+    xdiag = np.empty(b.sdiag_t.shape[0])
     for i in range(n):
-        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], b.sdiag[i])
+        ck.prepare_query(b.S[i, :d], spec, b.ssq[i], xdiag)
+        b.sdiag_t[:, i] = xdiag
     return b
 
 

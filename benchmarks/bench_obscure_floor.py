@@ -92,13 +92,13 @@ def floor_table(ns, ds, repeat):
                            for a in arrays)
 
             normalised = bool(np.any(eng.ck.params[:, 3] != 0.0))
-            floor_buf = memory_floor(np.ones(nbytes((b.S, b.ssq, b.sdiag, b.coef, b.ypos, b.yneg, b.tstamp)) // 8),
+            floor_buf = memory_floor(np.ones(nbytes((b.S, b.ssq, b.sdiag_t, b.coef, b.ypos, b.yneg, b.tstamp)) // 8),
                                      repeat=repeat)
-            read = (b.S, b.ssq, b.coef, b.ypos, b.yneg) + ((b.sdiag,) if normalised else ())
+            read = (b.S, b.ssq, b.coef, b.ypos, b.yneg) + ((b.sdiag_t,) if normalised else ())
             floor_pass = memory_floor(np.ones(nbytes(read) // 8), repeat=repeat)
             spec = eng.ck.spec()
             q = Query(x, np.empty(eng.ck.n_groups), np.empty(eng.ck.n_kernels))
-            rows_ = Rows(b.S, b.ssq, b.sdiag)
+            rows_ = Rows(b.S, b.ssq, b.sdiag_t)
             out = np.empty((eng.ck.n_kernels, n))
 
             def row():
@@ -161,7 +161,7 @@ def crossover_table(ns, ds, repeat):
             x = np.random.default_rng(2).normal(size=d)
             spec, q = prepared_query(eng, x)
             out = np.empty((eng.ck.n_kernels, n))
-            args = (q, Rows(b.S, b.ssq, b.sdiag), n, spec, out)
+            args = (q, Rows(b.S, b.ssq, b.sdiag_t), n, spec, out)
             t_ser = per_call_samples(lambda: ck.kernel_row(*args), k)
             ref = out.copy()
             t_par = per_call_samples(lambda: ck.kernel_row_parallel(*args), k)

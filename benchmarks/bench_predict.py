@@ -114,7 +114,7 @@ def parallel_rows(ns, dims, repeat):
             F = eng.ck.n_kernels
             out = np.empty((F, n))
             g = np.zeros((F, N_CLASSES))
-            args = (q, Rows(b.S, b.ssq, b.sdiag), n, spec)
+            args = (q, Rows(b.S, b.ssq, b.sdiag_t), n, spec)
 
             def row_s():
                 ck.kernel_row(*args, out)

@@ -19,6 +19,8 @@ from ._lazy import lazy_module
 _cb = lazy_module("buffer")
 
 ARRAY_FIELDS = ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp")
+#: The arrays as they are held: the stored diagonals kernel by kernel (``sdiag_t[F, cap]``).
+HELD_FIELDS = ("S", "ssq", "sdiag_t", "ypos", "yneg", "coef", "tstamp")
 
 
 #: A full buffer's eviction policies (the ``eviction`` parameter) and their codes in compiled code.
@@ -26,7 +28,14 @@ EVICTION = {"oldest": _cb.EVICT_OLDEST, "least_impact": _cb.EVICT_LEAST_IMPACT}
 
 
 class SupportBuffer:
-    """Stored examples with their labels, coefficients and cached norms."""
+    """Stored examples with their labels, coefficients and cached norms.
+
+    The stored diagonals are held kernel by kernel, ``sdiag_t[F, cap]`` (what compiled code
+    takes as ``sdiag``): the kernel pass normalises a block of rows with a contiguous row of it,
+    a loop that vectorises, where a column of ``(cap, F)`` would be read with a stride.
+    ``sdiag`` is the row-major ``(cap, F)`` view of the same numbers, the layout of the state
+    (files, pickles, merges); assigning to it stores the transpose.
+    """
 
     def __init__(self, n_kernels: int, n_groups: int, n_coef: int, budget: int | None = None,
                  capacity: int = 16, n_features: int = 0):
@@ -35,11 +44,20 @@ class SupportBuffer:
         dcap = max(1, n_features)
         self.S = np.zeros((cap, dcap))
         self.ssq = np.zeros((cap, n_groups))
-        self.sdiag = np.zeros((cap, n_kernels))
+        self.sdiag_t = np.zeros((n_kernels, cap))
         self.ypos = np.zeros(cap, dtype=np.int64)
         self.yneg = np.full(cap, -1, dtype=np.int64)
         self.coef = np.zeros((cap, n_coef))
         self.tstamp = np.zeros(cap, dtype=np.int64)
+
+    @property
+    def sdiag(self) -> np.ndarray:
+        """The stored diagonals row by row, ``(cap, F)``: a view of :attr:`sdiag_t`."""
+        return self.sdiag_t.T
+
+    @sdiag.setter
+    def sdiag(self, value) -> None:
+        self.sdiag_t = np.ascontiguousarray(np.asarray(value, dtype=float).T)
 
     @property
     def capacity(self) -> int:
@@ -64,6 +82,11 @@ class SupportBuffer:
         if self.budget is not None:
             new = max(n_rows, min(new, self.budget))
         for name in ARRAY_FIELDS:
+            if name == "sdiag":
+                arr = np.zeros((self.sdiag_t.shape[0], new))
+                arr[:, :cap] = self.sdiag_t
+                self.sdiag_t = arr
+                continue
             old = getattr(self, name)
             arr = np.zeros((new,) + old.shape[1:], dtype=old.dtype)
             if name == "yneg":
@@ -82,7 +105,8 @@ class SupportBuffer:
         self.S = S
 
     def arrays(self):
-        return tuple(getattr(self, name) for name in ARRAY_FIELDS)
+        """The arrays compiled code takes (``sdiag`` as :attr:`sdiag_t`)."""
+        return tuple(getattr(self, name) for name in HELD_FIELDS)
 
     def nbytes(self) -> int:
-        return sum(getattr(self, name).nbytes for name in ARRAY_FIELDS)
+        return sum(getattr(self, name).nbytes for name in HELD_FIELDS)

@@ -262,4 +262,4 @@ class BufferEngine(EngineBase):
         """Recompute the buffer's per-row caches (squared group norms, diagonals) from its rows:
         derived data, never trusted from a file or a pickle; the same bits as the originals."""
         b = self.buf
-        self.ck.refresh_row_caches(b.S, self.n_support, b.ssq, b.sdiag)
+        self.ck.refresh_row_caches(b.S, self.n_support, b.ssq, b.sdiag_t)

@@ -164,8 +164,9 @@ class CompiledKernels:
         return KernelSpec(self.codes, self.params, self.kgroup, self.granges, self.gptr, self.gl1)
 
     def refresh_row_caches(self, S: np.ndarray, n: int, ssq: np.ndarray, sdiag: np.ndarray) -> None:
-        """Recompute a restored buffer's per-row caches (squared group norms, diagonals) from its
-        first ``n`` rows; call after the shapes are checked (:meth:`check_restored`)."""
+        """Recompute a restored buffer's per-row caches (squared group norms ``ssq[n, G]``, diagonals
+        ``sdiag[F, n]``, kernel by kernel as the buffer holds them) from its first ``n`` rows; call
+        after the shapes are checked (:meth:`check_restored`)."""
         _ck.refresh_row_caches(Rows(S, ssq, sdiag), n, self.spec())
 
     def check_restored(self, need, what: str = "ck") -> None:

@@ -97,12 +97,15 @@ def compiled(kernels, d=D):
 
 
 def buffer_of(S, c):
-    """The cached per-row quantities of a support buffer (squared group norms, raw diagonals)."""
+    """The cached per-row quantities of a support buffer (squared group norms ``[n, G]``, diagonals
+    in the stored form, kernel by kernel ``[F, n]``, as the buffer holds them)."""
     n = S.shape[0]
     ssq = np.zeros((n, c.n_groups))
-    sdiag = np.zeros((n, c.n_kernels))
+    sdiag = np.zeros((c.n_kernels, n))
     for i in range(n):
-        ck.prepare_query(S[i], c.spec(), ssq[i], sdiag[i])
+        xdiag = np.empty(c.n_kernels)
+        ck.prepare_query(S[i], c.spec(), ssq[i], xdiag)
+        sdiag[:, i] = xdiag
     return ssq, sdiag
 
 
@@ -335,7 +338,9 @@ def test_bspline_group_row_quantities_are_direct_and_agree_across_paths(data):
         blocked = np.empty((3, 2, n))
         work = Work(blocked[0], blocked[1], blocked[2], np.empty(n), np.empty(n, dtype=np.int64))
         ck.block_quantities(Query(x, xsq, np.empty(0)), Rows(S, ssq, np.empty((0, 0))), 0, n, c.spec(), work)
-        np.testing.assert_allclose(blocked[1:], per_row[1:], rtol=1e-14, atol=0)  # summed directly, alike
+        np.testing.assert_allclose(blocked[1], per_row[1], rtol=1e-14, atol=0)  # summed directly, alike
+        l1 = (c.spec().gl1 & ck.GROUP_L1) != 0  # the L1 distances are written only where a kernel reads them
+        np.testing.assert_allclose(blocked[2][l1], per_row[2][l1], rtol=1e-14, atol=0)
         assert np.all(np.abs(blocked[0, 0] - per_row[0, 0]) <= 1e-14 * scale)
     K = kernel_matrix(Q, S, kernels)
     for j, k in enumerate(kernels):
@@ -450,9 +455,10 @@ def test_invalid_kernel_lists_and_groups():
 
 
 def _exp_neg_block(a):
-    out = np.empty_like(a)
-    ck.exp_neg_block(a, a.shape[0], out, 0, np.empty(a.shape[0], dtype=np.int64))
-    return out
+    out = np.full((3, a.shape[0] + 1), -1.0)
+    ck.exp_neg_block(a, a.shape[0], out, 1, np.empty(a.shape[0], dtype=np.int64))
+    assert np.all(out[0] == -1.0) and np.all(out[2] == -1.0) and out[1, -1] == -1.0  # only row 1's first len(a)
+    return out[1, :a.shape[0]].copy()
 
 
 def test_exp_neg_block_within_one_ulp_of_libm_and_zero_below_the_floor():
@@ -543,12 +549,15 @@ def test_ladder_block_equals_scalar_ladder_and_exp(k):
     s = np.concatenate([rng.exponential(3.0, size=500) / k, [0.0, ck.EXP_FLOOR / -k * 0.999, 708.5 / k, 800.0 / k]])
     base = _exp_neg_block(-s)
     lo = np.exp(ck.EXP_FLOOR / k)
-    blocked = np.full(s.size + 3, -1.0)
-    ck.ladder_block(np.concatenate([[9.0, 9.0], base, [9.0]]), s.size, k, lo, blocked, 2, np.empty(s.size))
+    rows = np.full((3, s.size + 1), -1.0)
+    rows[0, :s.size] = base
+    ck.ladder_block(rows, 0, 2, s.size, k, lo, np.empty(s.size))
+    blocked = rows[2]
     scalar = np.empty_like(s)
     _ladder_scalar(base, k, lo, scalar)
-    np.testing.assert_allclose(blocked[2:2 + s.size], scalar, rtol=4e-16 * k, atol=0)
-    assert np.all(blocked[:2] == -1.0) and blocked[-1] == -1.0  # nothing outside the block written
+    np.testing.assert_allclose(blocked[:s.size], scalar, rtol=4e-16 * k, atol=0)
+    assert np.all(rows[1] == -1.0) and blocked[-1] == -1.0  # nothing outside the block written
+    assert np.array_equal(rows[0, :s.size], base)
     exact = np.exp(-np.longdouble(k) * s.astype(np.longdouble))  # k s rounded in double costs up to 8e-14
     live = base >= lo
     assert np.all(np.abs(scalar[live] - exact[live]) <= (k + 2 * np.log2(k) + 4) * 2.0 ** -52 * exact[live])
@@ -612,6 +621,6 @@ def test_stored_diagonals_of_a_buffer_are_reciprocal_roots_for_normalised_kernel
     c = compiled([Linear(normalize=True), Polynomial(degree=2), Polynomial(degree=3, normalize=True)], d=6)
     ssq, sdiag = buffer_of(S, c)
     sq = (S ** 2).sum(axis=1)
-    np.testing.assert_allclose(sdiag[:, 0], 1.0 / np.sqrt(sq), rtol=1e-15)
-    np.testing.assert_allclose(sdiag[:, 1], (sq + 1.0) ** 2, rtol=1e-15)
-    np.testing.assert_allclose(sdiag[:, 2], (sq + 1.0) ** -1.5, rtol=1e-14)
+    np.testing.assert_allclose(sdiag[0], 1.0 / np.sqrt(sq), rtol=1e-15)
+    np.testing.assert_allclose(sdiag[1], (sq + 1.0) ** 2, rtol=1e-15)
+    np.testing.assert_allclose(sdiag[2], (sq + 1.0) ** -1.5, rtol=1e-14)

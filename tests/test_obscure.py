@@ -188,7 +188,7 @@ def test_fit_class_sums_equal_recomputation(n_classes, pegasos):
     kept = run.class_sums
     b = eng.buf
     fresh = np.empty_like(kept)
-    obscure_fit.class_sums(run.kernel_matrices, run.sv_index(), LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp),
+    obscure_fit.class_sums(run.kernel_matrices, run.sv_index(), LabelledRows(b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp),
                   eng.n_support, fresh)
     # two orders of summation: within rounding of the sum of absolute terms (raw coefficients
     # grow as the stage-2 scale shrinks, to ~1e8 under Pegasos, and cancel in the sums)

@@ -517,3 +517,32 @@ def test_unpickled_engines_recompute_their_row_caches():
     assert not np.array_equal(old._engine.buf.sdiag[:n], eng.buf.sdiag[:n])
     back = pickle.loads(pickle.dumps(old))
     assert np.array_equal(back.decision_function(X), clf.decision_function(X))
+
+
+@pytest.mark.parametrize("budget", [None, 40])
+def test_diagonals_are_held_kernel_by_kernel_and_saved_row_by_row(budget):
+    """The buffer holds the stored diagonals as ``sdiag_t[F, cap]`` (contiguous per kernel, which the
+    kernel pass reads a block at a time); the state, files and pickles keep the row-major
+    ``(cap, F)`` layout of earlier versions, so their files load, and a state restored from it
+    predicts bit for bit as the model it came from (growth and eviction keep the two in step)."""
+    from onlinemkl._core import kernels as ck
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.7)
+    clf = SkOBSCURE(budget=budget, random_state=0).partial_fit(X, y, classes=[0, 1, 2])
+    eng = clf._engine
+    b, n, F = eng.buf, eng.n_support, eng.ck.n_kernels
+    assert n > 20 and b.sdiag_t.shape == (F, b.capacity) and b.sdiag_t.flags.c_contiguous
+    assert b.sdiag.shape == (b.capacity, F) and np.shares_memory(b.sdiag, b.sdiag_t)
+    rows = np.empty((n, F))
+    for i in range(n):  # the stored form of each stored row's diagonals, row by row
+        ck.prepare_query(b.S[i, :eng.n_features].copy(), eng.ck.spec(), np.empty(eng.ck.n_groups), rows[i])
+    np.testing.assert_array_equal(b.sdiag_t[:, :n].T, rows)
+    params, arrays = eng.get_state()
+    assert arrays["buf.sdiag"].shape == (b.capacity, F)
+    np.testing.assert_array_equal(arrays["buf.sdiag"][:n], rows)
+    back = copy.deepcopy(clf)
+    back._engine.set_state(params, {k: np.array(v) for k, v in arrays.items()})
+    assert back._engine.buf.sdiag_t.shape == (F, b.capacity)
+    assert np.array_equal(back.decision_function(X), clf.decision_function(X))

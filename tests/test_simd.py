@@ -86,7 +86,7 @@ def test_the_kernel_pass_over_several_blocks_matches_numpy():
     ck.prepare_query(x, spec, q.xsq, q.xdiag)
     ssq = np.array([[r[4:21] @ r[4:21]] for r in S])
     out = np.zeros((1, n + 5))
-    ck.kernel_row(q, Rows(S, ssq, np.ones((n + 5, 1))), n, spec, out)
+    ck.kernel_row(q, Rows(S, ssq, np.ones((1, n + 5))), n, spec, out)
     _check(out[0, :n], x, S, 0, n, 4, 21)
     assert np.all(out[0, n:] == 0.0)
 

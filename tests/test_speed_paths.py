@@ -54,9 +54,11 @@ def _setup(kernels, n, d=7, seed=0):
     S = rng.normal(size=(n + 3, d))
     G, F = ckern.n_groups, ckern.n_kernels
     ssq = np.empty((n + 3, G))
-    sdiag = np.empty((n + 3, F))
+    sdiag = np.empty((F, n + 3))  # kernel by kernel, as the buffer holds them
     for i in range(n + 3):
-        ck.prepare_query(S[i].copy(), spec, ssq[i], sdiag[i])
+        xdiag = np.empty(F)
+        ck.prepare_query(S[i].copy(), spec, ssq[i], xdiag)
+        sdiag[:, i] = xdiag
     x = rng.normal(size=d)
     q = Query(x, np.empty(G), np.empty(F))
     ck.prepare_query(x, spec, q.xsq, q.xdiag)
@@ -75,7 +77,7 @@ def _reference_row(q, rows, n, spec):
             g = kgroup[j]
             v = ck.kernel_value(codes[j], params[j], dots[g], sqds[g], l1s[g])
             if params[j, 3] != 0.0:
-                v = ck.normalise(v, q.xdiag[j], rows.sdiag[i, j])
+                v = ck.normalise(v, q.xdiag[j], rows.sdiag[j, i])
             out[j, i] = v
     return out
 
@@ -257,11 +259,13 @@ def test_block_kernels_symmetric_equals_general():
         np.testing.assert_array_equal(K_sym[j], K_sym[j].T)
     G, F = ckern.n_groups, ckern.n_kernels
     ssq = np.empty((70, G))
-    sdiag = np.empty((70, F))
+    sdiag = np.empty((F, 70))  # kernel by kernel, as the buffer holds them
     for i in range(70):
-        ck.prepare_query(X[i].copy(), ckern.spec(), ssq[i], sdiag[i])
+        xdiag = np.empty(F)
+        ck.prepare_query(X[i].copy(), ckern.spec(), ssq[i], xdiag)
+        sdiag[:, i] = xdiag
     row = np.empty((F, 70))
-    ck.kernel_row(Query(X[3].copy(), ssq[3], sdiag[3]), Rows(X, ssq, sdiag), 70, ckern.spec(), row)
+    ck.kernel_row(Query(X[3].copy(), ssq[3], sdiag[:, 3].copy()), Rows(X, ssq, sdiag), 70, ckern.spec(), row)
     np.testing.assert_allclose(K_sym[:, 3, :], row, rtol=1e-12, atol=1e-13)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from typing import NamedTuple
 
 from .._config import njit
-from .kernels import BSPLINE, P_NORMALIZE, RBF, block_values, kernel_value, ladder_base, stored_diag
+from .kernels import BSPLINE, P_NORMALIZE, RBF, block_values, kernel_value, stored_diag
 from .state import Work
 
 
@@ -49,29 +49,39 @@ def values_from_products(prod, use_l1, use_sqd, js, spec, xdiag, zdiag, symmetri
     codes, params = spec.codes, spec.params
     nq = dots.shape[0]
     ns = dots.shape[1]
-    d2 = np.empty(ns)
-    zero = np.zeros(ns)
-    work = Work(zero, zero, zero, np.empty(ns), np.empty(ns, dtype=np.int64))
+    F = codes.shape[0]
+    if js.shape[0] == 0:
+        return
+    g = spec.kgroup[js[0]]  # js: the kernels of one group (block_values computes that group's)
+    work = Work(np.empty((1, ns)), np.empty((1, ns)), np.zeros((1, ns)), np.empty(ns), np.empty(ns, dtype=np.int64))
+    wd, d2, wl = work.dots, work.sqds, work.l1s
+    vals = np.empty((F, ns))
     for a in range(nq):
         i0 = a if symmetric else 0
-        xa = xsq[a]
-        if use_sqd:
-            for i in range(i0, ns):
-                d2[i] = sqd[a, i]
-        else:
-            for i in range(i0, ns):
-                v = xa + zsq[i] - 2.0 * dots[a, i]
-                d2[i] = v if v > 0.0 else 0.0
         m = ns - i0
+        xa = xsq[a]
+        # query a's quantities into row 0 of the work record, from position 0 (block_values' layout)
+        for t in range(m):
+            wd[0, t] = dots[a, i0 + t]
+        if use_sqd:
+            for t in range(m):
+                d2[0, t] = sqd[a, i0 + t]
+        else:
+            for t in range(m):
+                v = xa + zsq[i0 + t] - 2.0 * wd[0, t]
+                d2[0, t] = v if v > 0.0 else 0.0
+        if use_l1:
+            for t in range(m):
+                wl[0, t] = l1[a, i0 + t]
+        block_values(codes, params, spec.kgroup, g, work, m, vals)
         for k in range(js.shape[0]):
             j = js[k]
-            oj = out[j, a]
-            block_values(codes[j], params[j], dots[a, i0:], d2[i0:], l1[a, i0:] if use_l1 else zero[i0:], m, oj, i0,
-                         out[ladder_base(params[j], j), a], work)
             if params[j, P_NORMALIZE] != 0.0:
                 xj = xdiag[a, j]
-                for i in range(i0, ns):
-                    oj[i] = (oj[i] * zdiag[i, j]) * xj
+                for t in range(m):
+                    vals[j, t] = (vals[j, t] * zdiag[i0 + t, j]) * xj
+            for t in range(m):
+                out[j, a, i0 + t] = vals[j, t]
     if symmetric:
         T = 64
         for k in range(js.shape[0]):
@@ -111,27 +121,34 @@ def weighted_sum_prep(prod, use_l1, use_sqd, js, spec, xdiag, zinv, w, acc):
     nq = dots.shape[0]
     ns = dots.shape[1]
     F = codes.shape[0]
-    d2 = np.empty(ns)
+    if js.shape[0] == 0:
+        return
+    g = spec.kgroup[js[0]]  # js: the kernels of one group (block_values computes that group's)
     vals = np.empty((F, ns))
-    zero = np.zeros(ns)
-    work = Work(zero, zero, zero, np.empty(ns), np.empty(ns, dtype=np.int64))
+    work = Work(np.empty((1, ns)), np.empty((1, ns)), np.zeros((1, ns)), np.empty(ns), np.empty(ns, dtype=np.int64))
+    wd, d2, wl = work.dots, work.sqds, work.l1s
     need_d2 = False
     for k in range(js.shape[0]):
         need_d2 = need_d2 or codes[js[k]] == RBF or codes[js[k]] == BSPLINE
     for a in range(nq):
+        # query a's quantities into row 0 of the work record (block_values' layout)
+        for i in range(ns):
+            wd[0, i] = dots[a, i]
         if need_d2:
             if use_sqd:
                 for i in range(ns):
-                    d2[i] = sqd[a, i]
+                    d2[0, i] = sqd[a, i]
             else:
                 xa = xsq[a]
                 for i in range(ns):
                     v = xa + zsq[i] - 2.0 * dots[a, i]
-                    d2[i] = v if v > 0.0 else 0.0
+                    d2[0, i] = v if v > 0.0 else 0.0
+        if use_l1:
+            for i in range(ns):
+                wl[0, i] = l1[a, i]
+        block_values(codes, params, spec.kgroup, g, work, ns, vals)
         for k in range(js.shape[0]):
             j = js[k]
-            block_values(codes[j], params[j], dots[a], d2, l1[a] if use_l1 else zero, ns, vals[j], 0,
-                         vals[ladder_base(params[j], j)], work)
             wj = w[j]
             if params[j, P_NORMALIZE] != 0.0:
                 wx = wj * xdiag[a, j]

@@ -5,7 +5,7 @@ layer, :class:`onlinemkl._buffer.SupportBuffer`):
 
 ``S[cap, d_cap]``   stored example rows (missing / later features are 0)
 ``ssq[cap, G]``     squared norm of each row on each feature group
-``sdiag[cap, F]``   ``K_j(s, s)`` of each row in the stored form (``kernels.stored_diag``: raw,
+``sdiag[F, cap]``   ``K_j(s, s)`` of each row in the stored form (``kernels.stored_diag``: raw,
                     or ``1 / sqrt(K_j(s, s))`` for a normalised kernel)
 ``ypos[cap]``       the output each stored example adds to
 ``yneg[cap]``       the output it subtracts from (-1: none)
@@ -34,6 +34,13 @@ TIE = 1e-12
 
 
 @njit
+def put_column(dst, i, src):
+    """``dst[k, i] = src[k]`` for every ``k`` (a stored row's diagonals, kernel by kernel)."""
+    for k in range(src.shape[0]):
+        dst[k, i] = src[k]
+
+
+@njit
 def put_row(dst, i, src):
     """``dst[i, :len(src)] = src`` and zeros after it, element by element: a slice assignment
     between arrays compiles a shape check with a formatted error message, seconds of first-run
@@ -53,7 +60,7 @@ def store(slot, q, cpos, cneg, c, stamp, buf):
     """
     put_row(buf.S, slot, q.x)
     put_row(buf.ssq, slot, q.xsq)
-    put_row(buf.sdiag, slot, q.xdiag)
+    put_column(buf.sdiag, slot, q.xdiag)
     buf.ypos[slot] = cpos
     buf.yneg[slot] = cneg
     put_row(buf.coef, slot, c)
@@ -79,7 +86,7 @@ def choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, weight_sq):
                 oldest = tstamp[i]
                 best = i
         return best
-    F = sdiag.shape[1]
+    F = sdiag.shape[0]
     per_kernel = 1 if coef.shape[1] > 1 else 0
     best_val = np.inf
     for i in range(n):
@@ -87,7 +94,7 @@ def choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, weight_sq):
         val = 0.0
         for j in range(F):
             cij = coef[i, j * per_kernel]
-            val += weight_sq[j] * cij * cij * mult * effective_diag(sdiag[i, j], params[j, 3])
+            val += weight_sq[j] * cij * cij * mult * effective_diag(sdiag[j, i], params[j, 3])
         # ties (within rounding) go to the newer row: in stage 1 every row has the same
         # |coefficient|, and at equal impact the newest is the row the model has leaned on least
         # (its contribution is projected onto a partner first); measured against the oldest in
@@ -161,7 +168,7 @@ def evict(e, theta_sq, g, ge, kx, ypos, yneg, coef, sdiag, params):
     cn = yneg[e]
     per_kernel = 1 if ce.shape[0] > 1 else 0
     # ||theta + ce u_e||^2 = ||theta||^2 + 2 ce theta.u_e + ce^2 ||u_e||^2, with ce = -coef_e
-    update_norms_add(theta_sq, ge, cp, cn, ce, sdiag[e], params)
+    update_norms_add(theta_sq, ge, cp, cn, ce, sdiag[:, e].copy(), params)
     for j in range(F):
         v = ce[j * per_kernel] * kx[j, 0]
         g[j, cp] += v
@@ -200,7 +207,7 @@ def partner_scan(e, d, n, buf, spec, wsq, ge, kep):
     coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
     params, sdiag = spec.params, rows.sdiag
     ge[:, :] = 0.0
-    qe = Query(rows.S[e, :d].copy(), rows.ssq[e, :].copy(), sdiag[e, :].copy())
+    qe = Query(rows.S[e, :d].copy(), rows.ssq[e, :].copy(), sdiag[:, e].copy())
     work = block_work(spec.gptr.shape[0] - 1)
     kv = np.empty((F, ROW_BLOCK))
     ws = np.empty(ROW_BLOCK)
@@ -209,7 +216,7 @@ def partner_scan(e, d, n, buf, spec, wsq, ge, kep):
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv)
         add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, ge)
         for t in range(m):
             i = i0 + t
@@ -219,7 +226,7 @@ def partner_scan(e, d, n, buf, spec, wsq, ge, kep):
             den = 0.0
             for j in range(F):
                 num += wsq[j] * kv[j, t]
-                den += wsq[j] * effective_diag(sdiag[i, j], params[j, 3])
+                den += wsq[j] * effective_diag(sdiag[j, i], params[j, 3])
             # a gain within rounding of the best (copies of one example: fit stores repeats under
             # a budget) keeps the earlier row, whatever the rounding of the blocked kernel values
             if num > 0.0 and den > 0.0 and num * num / den > best_gain * (1.0 + TIE):
@@ -251,13 +258,13 @@ def project_onto(e, p, buf, params, theta_sq, g, pr):
     den = 0.0
     for j in range(F):
         num += wsq[j] * kep[j]
-        den += wsq[j] * effective_diag(sdiag[p, j], params[j, 3])
+        den += wsq[j] * effective_diag(sdiag[j, p], params[j, 3])
     delta = coef[e, 0] * num / den
     cp = ypos[p]
     cn = yneg[p]
     r = np.empty(1)
     r[0] = delta
-    update_norms_add(theta_sq, gp, cp, cn, r, sdiag[p], params)
+    update_norms_add(theta_sq, gp, cp, cn, r, sdiag[:, p].copy(), params)
     for j in range(F):
         v = delta * kxp[j, 0]
         g[j, cp] += v

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._config import njit
-from .buffer import put_row
+from .buffer import put_column, put_row
 from .group_evict import choose_dense_evictee, evict_and_merge, evict_scan
 from .kernels import P_NORMALIZE, ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .losses import EPSILON_INSENSITIVE, SQUARED, loss_and_derivative
@@ -86,7 +86,7 @@ class ProxRows(NamedTuple):
     """The support buffer of the proximal learners (flat and structured).
 
     The stored rows and their caches as :class:`~onlinemkl._core.state.Rows` (``S[cap, d]``,
-    ``ssq[cap, G]``, ``sdiag[cap, F]``), each row's raw coefficient per implicit group
+    ``ssq[cap, G]``, ``sdiag[F, cap]``), each row's raw coefficient per implicit group
     ``coef[cap, F]``, its class vector ``beta[cap, C]`` and time stamp ``tstamp[cap]``, and the
     averaged-model bookkeeping: ``avg_acc[cap, F]``, the row's contribution to the running sum
     of the models up to its last fold, and ``avg_base[cap, F]``, ``sigma_cum`` at that fold.
@@ -173,7 +173,7 @@ def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
     bt = np.empty((n_out, ROW_BLOCK))
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
         accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
 
 
@@ -303,7 +303,7 @@ def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge):
     if not merge:
         put_row(buf.S, slot, x)
         put_row(buf.ssq, slot, xsq)
-        put_row(buf.sdiag, slot, xdiag)
+        put_column(buf.sdiag, slot, xdiag)
         buf.tstamp[slot] = stamp
         for c in range(beta.shape[1]):
             beta[slot, c] = u[c] if c < n_out else 0.0
@@ -403,13 +403,13 @@ def evict_projected(slot, q, n, buf, spec, st, n_out, g):
     j = evict_scan(slot, n, rows, spec, coef, beta, n_out, st.sigma, ge, kej)
     work = block_work(spec.gptr.shape[0] - 1)
     kxe = np.empty((F, 1))
-    kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe, 0)
+    kernel_row_block(q, rows, slot, kxe.shape[1], spec, work, kxe)
     gj = np.zeros((F, n_out))
     kxj = np.zeros((F, 1))
     if j >= 0:
-        qj = Query(buf.S[j, :].copy(), buf.ssq[j, :].copy(), buf.sdiag[j, :].copy())
+        qj = Query(buf.S[j, :].copy(), buf.ssq[j, :].copy(), buf.sdiag[:, j].copy())
         dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
-        kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj, 0)
+        kernel_row_block(q, rows, j, kxj.shape[1], spec, work, kxj)
     evict_and_merge(slot, j, EvictionPasses(ge, gj, kej, kxe, kxj), buf, spec.params, st, n_out, g)
     return j
 
@@ -426,14 +426,15 @@ def compress_rows(budget, buf, spec, st, order):
     F = spec.codes.shape[0]
     g = np.zeros((F, n_out))
     n = st.istate[I_N]
-    arrays = (buf.S, buf.ssq, buf.sdiag, buf.coef, buf.beta, buf.avg_acc, buf.avg_base)
+    arrays = (buf.S, buf.ssq, buf.coef, buf.beta, buf.avg_acc, buf.avg_base)
     while n > budget:
         e = choose_dense_evictee(int(st.hyper[H_POLICY]), n, buf.tstamp, buf.coef, buf.beta, n_out, buf.sdiag,
                                  spec.params, st.sigma)
-        q = Query(buf.S[e, :].copy(), buf.ssq[e, :].copy(), buf.sdiag[e, :].copy())
+        q = Query(buf.S[e, :].copy(), buf.ssq[e, :].copy(), buf.sdiag[:, e].copy())
         evict_projected(e, q, n, buf, spec, st, n_out, g)
         for a in arrays:
             a[e:n - 1] = a[e + 1:n].copy()
+        buf.sdiag[:, e:n - 1] = buf.sdiag[:, e + 1:n].copy()  # kernel by kernel: the columns move
         buf.tstamp[e:n - 1] = buf.tstamp[e + 1:n].copy()
         order[e:n - 1] = order[e + 1:n].copy()
         n -= 1
@@ -588,7 +589,7 @@ def theta_sq_dense_from_buffer(buf, n, n_out, spec):
     out = np.zeros(F)
     g = np.empty((F, n_out))
     for i in range(n):
-        qi = Query(S[i, :].copy(), ssq[i, :].copy(), sdiag[i, :].copy())
+        qi = Query(S[i, :].copy(), ssq[i, :].copy(), sdiag[:, i].copy())
         dense_kernel_scores(qi, rows, n, spec, coef, beta, n_out, g)
         for k in range(F):
             acc = 0.0

@@ -47,7 +47,7 @@ def evict_norms(e, ge, theta_sq, coef, beta, n_out, sdiag, params):
         tu = 0.0
         for c in range(n_out):
             tu += beta[e, c] * ge[k, c]
-        kee = effective_diag(sdiag[e, k], params[k, 3])
+        kee = effective_diag(sdiag[k, e], params[k, 3])
         v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * kee
         theta_sq[k] = v if v > 0.0 else 0.0
 
@@ -70,7 +70,7 @@ def choose_dense_evictee(policy, n, tstamp, coef, beta, n_out, sdiag, params, si
         val = 0.0
         for k in range(F):
             a = sigma[k] * coef[i, k]
-            val += a * a * bsq * effective_diag(sdiag[i, k], params[k, 3])
+            val += a * a * bsq * effective_diag(sdiag[k, i], params[k, 3])
         if val < best_val:
             best_val = val
             best = i
@@ -108,7 +108,7 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
     for k in range(F):
         for c in range(n_out):
             ge[k, c] = 0.0
-    qe = Query(rows.S[e, :].copy(), rows.ssq[e, :].copy(), sdiag[e, :].copy())
+    qe = Query(rows.S[e, :].copy(), rows.ssq[e, :].copy(), sdiag[:, e].copy())
     # The kernel values of x_e against a block of rows at once (the blocked pass of the scores),
     # then the scalar bookkeeping row by row, in order.
     work = block_work(G)
@@ -117,7 +117,7 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(qe, rows, i0, m, spec, work, kv, 0)
+        kernel_row_block(qe, rows, i0, m, spec, work, kv)
         for t in range(m):
             i = i0 + t
             for c in range(n_out):
@@ -132,7 +132,7 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
                 continue
             gain = 0.0
             for k in range(F):
-                kii = effective_diag(sdiag[i, k], params[k, 3])
+                kii = effective_diag(sdiag[k, i], params[k, 3])
                 if kii > 0.0:
                     a = sigma[k] * coef[e, k] * kv[k, t]
                     gain += a * a / kii
@@ -181,13 +181,13 @@ def evict_and_merge(e, j, passes, buf, params, st, n_out, g):
             tu = 0.0
             for c in range(n_out):
                 tu += beta[e, c] * ge[k, c]
-            v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * effective_diag(sdiag[e, k], params[k, 3])
+            v = theta_sq[k] + 2.0 * r * tu + r * r * bsq * effective_diag(sdiag[k, e], params[k, 3])
             theta_sq[k] = v if v > 0.0 else 0.0
         return
     rho, bsq_j = parallel_classes(beta, e, j, n_out)
     for k in range(F):
-        kee = effective_diag(sdiag[e, k], params[k, 3])
-        kjj = effective_diag(sdiag[j, k], params[k, 3])
+        kee = effective_diag(sdiag[k, e], params[k, 3])
+        kjj = effective_diag(sdiag[k, j], params[k, 3])
         a = rho * kej[k] / kjj if kjj > 0.0 else 0.0
         ce = coef[e, k]
         d = a * ce

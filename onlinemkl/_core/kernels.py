@@ -100,8 +100,8 @@ def exp_neg(x):
 
 
 @njit_contract
-def exp_neg_block(z, m, out, o0, bits):
-    """``out[o0 + t] = exp_neg(z[t])`` for ``t < m``, within 1 ulp of libm, in loops LLVM vectorises.
+def exp_neg_block(z, m, out, j, bits):
+    """``out[j, t] = exp_neg(z[t])`` for ``t < m`` (``out`` 2-D), within 1 ulp of libm, in loops LLVM vectorises.
 
     libm's ``exp`` is a call per element that no loop vectorises (Numba's SVML path needs an
     SVML build of LLVM), and the RBF and Laplacian kernels spend most of a kernel row in it.
@@ -109,11 +109,11 @@ def exp_neg_block(z, m, out, o0, bits):
     Taylor polynomial of degree 13 (truncation < 1e-17 relative) as a Horner chain that may
     fuse into multiply-adds, and ``2^k`` from its exponent bits: the integers go to ``bits``
     (int64 scratch of ``>= m`` entries), whose float64 view then scales the values, a second
-    loop that vectorises as well.  (Indices run from 0 over slices: an index like ``o0 + t``
-    could be negative as far as LLVM knows, and Numba's wraparound check on it keeps a loop
-    from vectorising; the same holds in every block loop below.)
+    loop that vectorises as well.  (Indices run from 0: an index like ``o0 + t`` could be
+    negative as far as LLVM knows, and Numba's wraparound check on it keeps a loop from
+    vectorising; the same holds in every block loop below.  Rows are indexed, not taken as
+    views: a view costs two atomic reference counts per call.)
     """
-    o = out[o0:o0 + m]
     for t in range(m):
         x = z[t]
         x0 = x if x < 0.0 else 0.0
@@ -134,11 +134,11 @@ def exp_neg_block(z, m, out, o0, bits):
         q = q * r + 0.5
         q = q * r + 1.0
         q = q * r + 1.0
-        o[t] = q if x0 >= EXP_FLOOR else 0.0
+        out[j, t] = q if x0 >= EXP_FLOOR else 0.0
         bits[t] = (np.int64(kf) + 1023) << 52  # 2^k, k in [-1022, 0]
     scale = bits.view(np.float64)
     for t in range(m):
-        o[t] *= scale[t]
+        out[j, t] *= scale[t]
 
 
 @njit_contract
@@ -244,47 +244,46 @@ def ladder_value(v, k, lo):
 
 
 @njit_contract
-def ladder_block(base, m, k, lo, out, o0, c):
-    """``out[o0 + t] = ladder_value(base[o0 + t], k, lo)`` for ``t < m``.
+def ladder_block(out, b, j, m, k, lo, c):
+    """``out[j, t] = ladder_value(out[b, t], k, lo)`` for ``t < m``: kernel ``j``'s values from its
+    ladder base's, row ``b`` of the same 2-D ``out``.
 
     The default set's exponents (10 and 100) as straight chains in one loop each, which LLVM
     vectorises; any other ``k`` by one vectorised pass per squaring and product (``c``: scratch
     of ``>= m`` entries).  Only the powers the result needs are formed, so no intermediate goes
     subnormal (see :func:`ladder_value`), and the products come in :func:`ladder_value`'s order.
     """
-    b = base[o0:o0 + m]
-    o = out[o0:o0 + m]
     if k == 10:
         for t in range(m):
-            v = b[t]
+            v = out[b, t]
             c1 = v if v >= lo else 0.0
             c2 = c1 * c1
             c8 = (c2 * c2) * (c2 * c2)
-            o[t] = c2 * c8
+            out[j, t] = c2 * c8
         return
     if k == 100:
         for t in range(m):
-            v = b[t]
+            v = out[b, t]
             c1 = v if v >= lo else 0.0
             c4 = (c1 * c1) * (c1 * c1)
             c8 = c4 * c4
             c32 = (c8 * c8) * (c8 * c8)
             c64 = c32 * c32
-            o[t] = (c4 * c32) * c64
+            out[j, t] = (c4 * c32) * c64
         return
     for t in range(m):
-        v = b[t]
+        v = out[b, t]
         c[t] = v if v >= lo else 0.0
     first = True
     while True:
         if k & 1:
             if first:
                 for t in range(m):
-                    o[t] = c[t]
+                    out[j, t] = c[t]
                 first = False
             else:
                 for t in range(m):
-                    o[t] *= c[t]
+                    out[j, t] *= c[t]
         k >>= 1
         if k == 0:
             return
@@ -409,10 +408,14 @@ def prepare_query(x, spec, xsq, xdiag):
 
 @njit
 def refresh_row_caches(rows, n, spec):
-    """``ssq[:n]`` and ``sdiag[:n]`` recomputed from the stored rows ``S[:n]`` (:func:`prepare_query`
+    """``ssq[:n]`` and ``sdiag[:, :n]`` recomputed from the stored rows ``S[:n]`` (:func:`prepare_query`
     row by row): they are derived from the rows, so a restored model does not trust a file's copies."""
+    sdiag = rows.sdiag
+    xdiag = np.empty(sdiag.shape[0])
     for i in range(n):
-        prepare_query(rows.S[i], spec, rows.ssq[i], rows.sdiag[i])
+        prepare_query(rows.S[i], spec, rows.ssq[i], xdiag)
+        for j in range(xdiag.shape[0]):
+            sdiag[j, i] = xdiag[j]
 
 
 @njit
@@ -427,7 +430,12 @@ def effective_diag(stored, normalized):
 @njit
 def block_quantities(q, rows, i0, m, spec, work):
     """:func:`row_quantities` for the ``m`` stored rows ``i0 .. i0+m-1`` at once, into ``work``:
-    ``work.dots[g, t]``, ``work.sqds[g, t]``, ``work.l1s[g, t]`` for row ``i0 + t``."""
+    ``work.dots[g, t]``, ``work.sqds[g, t]``, ``work.l1s[g, t]`` for row ``i0 + t``.
+
+    Only what a group's kernels read is written: ``l1s[g]`` where the group has the
+    ``GROUP_L1`` flag, ``dots[g]`` unless the group is ``GROUP_SQDIST`` without ``GROUP_DOT``
+    (no kernel of :func:`block_values` reads the others).
+    """
     x, xsq, S, ssq = q.x, q.xsq, rows.S, rows.ssq
     granges, gptr, gl1 = spec.granges, spec.gptr, spec.gl1
     dots, sqds, l1s = work.dots, work.sqds, work.l1s
@@ -437,7 +445,7 @@ def block_quantities(q, rows, i0, m, spec, work):
         r1 = gptr[g + 1]
         direct = (gl1[g] & GROUP_SQDIST) != 0
         if direct and (gl1[g] & GROUP_DOT) == 0:
-            dots[g, :m] = 0.0
+            pass  # no kernel of the group reads a dot product
         elif r1 - r0 == 1:  # one column range (the common case)
             dots_block(x, S, i0, m, granges[r0, 0], granges[r0, 1], dots[g])
         else:
@@ -455,91 +463,108 @@ def block_quantities(q, rows, i0, m, spec, work):
                 qg[t] = d2 if d2 > 0.0 else 0.0
         if (gl1[g] & GROUP_L1) != 0:
             l1_block(x, S, i0, m, granges, r0, r1, l1s[g])
-        else:
-            l1s[g, :m] = 0.0
 
 
 @njit
-def block_values(code, p, dots, sqds, l1s, m, out, o0, base, work):
-    """One kernel's raw (unnormalised) values on a block: ``out[o0 + t]`` from the shared
-    quantities ``dots[t]``, ``sqds[t]``, ``l1s[t]`` for ``t < m``.
+def block_values(codes, params, kgroup, g, work, m, out):
+    """Raw (unnormalised) kernel values on a block: ``out[j, t]`` for ``t < m`` from the shared
+    quantities of kernel ``j``'s group, ``work.dots[r, t]``, ``work.sqds[r, t]``, ``work.l1s[r, t]``.
 
-    The kind is dispatched once per block, not once per row, and each loop has a straight
-    body; the formulas are those of :func:`kernel_value`.  ``base`` holds the block's values of
-    the kernel's ladder base (:func:`ladder_base`) at the same offsets (computed before: a
-    ladder's base has a lower index); read only by a ladder kernel.  ``work.scratch`` and
-    ``work.bits`` are work space of ``>= m`` entries.
+    ``g < 0``: every kernel, each from its own group's row ``r = kgroup[j]`` (the blocked
+    passes); ``g >= 0``: only the kernels of group ``g``, from row ``r = 0`` (the batch path,
+    one group at a time).  The kind is dispatched once per block and kernel, not once per
+    row, and each loop has a straight body; the formulas are those of :func:`kernel_value`.
+    A ladder kernel reads its base's values in ``out[ladder_base(params[j], j)]`` (computed
+    before: a ladder's base has a lower index).  ``work.scratch`` and ``work.bits`` are work
+    space.  One call for all kernels, and the 2-D arrays indexed by row (``out[j, t]``) rather
+    than through row views: every array a call takes or a view makes costs two atomic
+    reference-count operations, which per kernel and block would cost as much as the
+    arithmetic of a small block.
     """
-    o = out[o0:o0 + m]
-    if code == LINEAR:
-        for t in range(m):
-            o[t] = dots[t]
-    elif code == POLYNOMIAL:
-        deg = int(p[0])
-        p1 = p[1]
-        p2 = p[2]
-        if deg == 2:
+    dots, sqds, l1s, scratch = work.dots, work.sqds, work.l1s, work.scratch
+    for j in range(codes.shape[0]):
+        if g >= 0 and kgroup[j] != g:
+            continue
+        r = kgroup[j] if g < 0 else 0
+        code = codes[j]
+        if code == LINEAR:
             for t in range(m):
-                b = p2 * dots[t] + p1
-                o[t] = b * b
-        elif deg == 3:
+                out[j, t] = dots[r, t]
+        elif code == POLYNOMIAL:
+            deg = int(params[j, 0])
+            p1 = params[j, 1]
+            p2 = params[j, 2]
+            if deg == 2:
+                for t in range(m):
+                    b = p2 * dots[r, t] + p1
+                    out[j, t] = b * b
+            elif deg == 3:
+                for t in range(m):
+                    b = p2 * dots[r, t] + p1
+                    out[j, t] = (b * b) * b
+            else:
+                for t in range(m):
+                    b = p2 * dots[r, t] + p1
+                    v = 1.0
+                    for _ in range(deg):
+                        v *= b
+                    out[j, t] = v
+        elif code == RBF and params[j, P_LADDER_K] >= 2.0:
+            ladder_block(out, int(params[j, P_LADDER_BASE]), j, m, int(params[j, P_LADDER_K]), params[j, P_LADDER_LO],
+                         scratch)
+        elif code == RBF or code == LAPLACIAN:
+            ng = -params[j, 0]
+            if code == RBF:
+                for t in range(m):
+                    scratch[t] = ng * sqds[r, t]
+            else:
+                for t in range(m):
+                    scratch[t] = ng * l1s[r, t]
+            exp_neg_block(scratch, m, out, j, work.bits)
+        else:  # BSPLINE
+            h = params[j, 0]
             for t in range(m):
-                b = p2 * dots[t] + p1
-                o[t] = (b * b) * b
-        else:
-            for t in range(m):
-                b = p2 * dots[t] + p1
-                v = 1.0
-                for _ in range(deg):
-                    v *= b
-                o[t] = v
-    elif code == RBF or code == LAPLACIAN:
-        if code == RBF and p[P_LADDER_K] >= 2.0:
-            ladder_block(base, m, int(p[P_LADDER_K]), p[P_LADDER_LO], out, o0, work.scratch)
-        else:
-            src = sqds if code == RBF else l1s
-            ng = -p[0]
-            scratch = work.scratch
-            for t in range(m):
-                scratch[t] = ng * src[t]
-            exp_neg_block(scratch, m, out, o0, work.bits)
-    else:  # BSPLINE
-        h = p[0]
-        for t in range(m):
-            v = 1.0 - np.sqrt(sqds[t]) / h
-            o[t] = v if v > 0.0 else 0.0
+                v = 1.0 - np.sqrt(sqds[r, t]) / h
+                out[j, t] = v if v > 0.0 else 0.0
 
 
 @njit
-def kernel_row_block(q, rows, i0, m, spec, work, out, o0):
-    """``out[j, o0 + t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
+def kernel_row_block(q, rows, i0, m, spec, work, out):
+    """``out[j, t] = K_j(x, S_{i0+t})`` for ``t < m`` (one block): the block's shared per-group
     quantities (:func:`block_quantities`), then every kernel's values from them (:func:`block_values`),
     normalised where the kernel is (:func:`normalise`, as the per-row path).
 
     ``q``, ``rows``, ``spec``, ``work``: :class:`~onlinemkl._core.state.Query`, ``Rows``,
-    ``KernelSpec``, ``Work`` (:func:`block_work`).  Every blocked pass over the buffer goes
-    through here.
+    ``KernelSpec``, ``Work`` (:func:`block_work`); ``out``: at least ``F x m``.  Every blocked
+    pass over the buffer goes through here or, the fused score pass
+    (:func:`~onlinemkl._core.scores.kernel_scores`), through its three steps called one by one.
     """
     block_quantities(q, rows, i0, m, spec, work)
-    params, sdiag, xdiag = spec.params, rows.sdiag, q.xdiag
-    for j in range(spec.codes.shape[0]):
-        g = spec.kgroup[j]
-        oj = out[j]
-        block_values(spec.codes[j], params[j], work.dots[g], work.sqds[g], work.l1s[g], m, oj, o0,
-                     out[ladder_base(params[j], j)], work)
+    block_values(spec.codes, spec.params, spec.kgroup, -1, work, m, out)
+    normalise_block(spec.params, rows.sdiag, q.xdiag, i0, m, out)
+
+
+@njit
+def normalise_block(params, sdiag, xdiag, i0, m, out):
+    """``out[j, t] *= sdiag[j, i0 + t] xdiag[j]`` for ``t < m`` and every normalised kernel ``j``:
+    :func:`normalise` over a block, with the stored rows' diagonals kernel by kernel
+    (``sdiag[F, cap]``), so each kernel's loop reads a contiguous row and vectorises."""
+    for j in range(params.shape[0]):
         if params[j, P_NORMALIZE] != 0.0:
             xj = xdiag[j]
-            o = oj[o0:o0 + m]
-            sd = sdiag[i0:i0 + m]
+            sd = sdiag[j, i0:i0 + m]
             for t in range(m):
-                o[t] = (o[t] * sd[t, j]) * xj
+                out[j, t] = (out[j, t] * sd[t]) * xj
 
 
 @njit
 def block_work(n_groups):
-    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`)."""
-    return Work(np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)), np.empty((n_groups, ROW_BLOCK)),
-                np.empty(ROW_BLOCK), np.empty(ROW_BLOCK, dtype=np.int64))
+    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`): the float arrays are
+    row ranges of one allocation (a view costs two reference counts, an allocation a ``malloc``
+    and a ``free``: on a small buffer a pass's fixed cost)."""
+    G = n_groups
+    f = np.empty((3 * G + 1, ROW_BLOCK))
+    return Work(f[:G], f[G:2 * G], f[2 * G:3 * G], f[3 * G], np.empty(ROW_BLOCK, dtype=np.int64))
 
 
 @njit
@@ -547,17 +572,27 @@ def kernel_row(q, rows, n, spec, out):
     """Kernel values of the query against stored rows ``0..n-1``: ``out[j, i] = K_j(x, S_i)``.
 
     ``q.xsq``/``q.xdiag`` come from :func:`prepare_query`.  One pass over the buffer in blocks of
-    :data:`ROW_BLOCK` rows.
+    :data:`ROW_BLOCK` rows, each computed into a block's scratch and copied.
     """
+    F = spec.codes.shape[0]
     work = block_work(spec.gptr.shape[0] - 1)
+    kv = np.empty((F, ROW_BLOCK))
     for i0 in range(0, n, ROW_BLOCK):
-        kernel_row_block(q, rows, i0, min(ROW_BLOCK, n - i0), spec, work, out, i0)
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
+        for j in range(F):
+            out[j, i0:i0 + m] = kv[j, :m]
 
 
 @njit_parallel
 def kernel_row_parallel(q, rows, n, spec, out):
     """:func:`kernel_row` with blocks of rows spread over threads (the same values)."""
+    F = spec.codes.shape[0]
     G = spec.gptr.shape[0] - 1
     for b in numba.prange((n + ROW_BLOCK - 1) // ROW_BLOCK):
         i0 = b * ROW_BLOCK
-        kernel_row_block(q, rows, i0, min(ROW_BLOCK, n - i0), spec, block_work(G), out, i0)
+        m = min(ROW_BLOCK, n - i0)
+        kv = np.empty((F, ROW_BLOCK))
+        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv)
+        for j in range(F):
+            out[j, i0:i0 + m] = kv[j, :m]

@@ -249,13 +249,13 @@ def make_room(policy, query, buf, spec, st, a):
     if p >= 0:
         # theta^j . u_p (a third pass) and K_j(x, x_p): keep what row p can of x_e's part
         gp = np.empty_like(g)
-        qp = Query(buf.S[p, :d].copy(), buf.ssq[p, :].copy(), buf.sdiag[p, :].copy())
+        qp = Query(buf.S[p, :d].copy(), buf.ssq[p, :].copy(), buf.sdiag[:, p].copy())
         kernel_scores(qp, rows, n, spec, buf.coef, buf.ypos, buf.yneg, gp)
         kxp = np.empty((F, 1))
-        kernel_row_block(query, rows, p, kxp.shape[1], spec, work, kxp, 0)
+        kernel_row_block(query, rows, p, kxp.shape[1], spec, work, kxp)
         project_onto(slot, p, buf, params, theta_sq, g, Projection(wsq, ge, gp, kep, kxp))
     kx = np.empty((F, 1))
-    kernel_row_block(query, rows, slot, kx.shape[1], spec, work, kx, 0)
+    kernel_row_block(query, rows, slot, kx.shape[1], spec, work, kx)
     evict(slot, theta_sq, g, ge, kx, buf.ypos, buf.yneg, buf.coef, buf.sdiag, params)
     st.istate[I_EVICTIONS] += 1
     return slot
@@ -408,7 +408,7 @@ def theta_sq_from_buffer(buf, n, spec, n_out):
     per_kernel = 1 if coef.shape[1] > 1 else 0
     d = S.shape[1]
     for i in range(n):
-        kernel_scores(Query(S[i, :d].copy(), ssq[i, :].copy(), sdiag[i, :].copy()), rows, n, spec, coef, ypos, yneg, g)
+        kernel_scores(Query(S[i, :d].copy(), ssq[i, :].copy(), sdiag[:, i].copy()), rows, n, spec, coef, ypos, yneg, g)
         for j in range(F):
             v = g[j, ypos[i]]
             if yneg[i] >= 0:

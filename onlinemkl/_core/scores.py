@@ -21,8 +21,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._config import njit, njit_parallel, njit_sum
-from .kernels import ROW_BLOCK, block_work, kernel_row_block
+from .._config import njit, njit_inline, njit_parallel, njit_sum
+from .kernels import ROW_BLOCK, block_quantities, block_values, block_work, kernel_row_block, normalise_block
 
 #: Up to this many outputs, scores with a shared coefficient are accumulated densely
 #: (:func:`accumulate_block`: a weight row per output, a dot product per kernel and output);
@@ -61,11 +61,11 @@ def signed_tile(kv, j0, nj, cb, yp, yn, m, c0, r):
     tile narrower than five kernels repeats kernel ``j0`` in the unused places (its sums
     are dropped): one loop body for every kernel count, so one compilation.
     """
-    k0 = kv[j0]
-    k1 = kv[j0 + 1 if nj > 1 else j0]
-    k2 = kv[j0 + 2 if nj > 2 else j0]
-    k3 = kv[j0 + 3 if nj > 3 else j0]
-    k4 = kv[j0 + 4 if nj > 4 else j0]
+    # row indices, not row views (each view: two atomic reference counts per call)
+    k1 = j0 + 1 if nj > 1 else j0
+    k2 = j0 + 2 if nj > 2 else j0
+    k3 = j0 + 3 if nj > 3 else j0
+    k4 = j0 + 4 if nj > 4 else j0
     a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = a20 = a21 = 0.0
     a22 = a23 = a30 = a31 = a32 = a33 = a40 = a41 = a42 = a43 = 0.0
     for t in range(m):
@@ -77,11 +77,11 @@ def signed_tile(kv, j0, nj, cb, yp, yn, m, c0, r):
         w1 = w * (int(p == c0 + 1) - int(q == c0 + 1))
         w2 = w * (int(p == c0 + 2) - int(q == c0 + 2))
         w3 = w * (int(p == c0 + 3) - int(q == c0 + 3))
-        v0 = k0[t]
-        v1 = k1[t]
-        v2 = k2[t]
-        v3 = k3[t]
-        v4 = k4[t]
+        v0 = kv[j0, t]
+        v1 = kv[k1, t]
+        v2 = kv[k2, t]
+        v3 = kv[k3, t]
+        v4 = kv[k4, t]
         a00 += v0 * w0
         a01 += v0 * w1
         a02 += v0 * w2
@@ -175,7 +175,7 @@ def scatter_block(kv, m, coef, i0, ypos, yneg, g_out):
                 g_out[j, cn] -= v
 
 
-@njit
+@njit_inline
 def add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out):
     """A block's share of the scores: :func:`accumulate_block` when ``dense``
     (:func:`dense_accumulation`), else :func:`scatter_block`."""
@@ -202,9 +202,14 @@ def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     work = block_work(spec.gptr.shape[0] - 1)
     kv = np.empty((F, ROW_BLOCK))
     ws = np.empty(ROW_BLOCK)
+    codes, params, kgroup, sdiag, xdiag = spec.codes, spec.params, spec.kgroup, rows.sdiag, q.xdiag
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv, 0)
+        # kernel_row_block's three steps called from here: a call with its records' 18 arrays
+        # per block would cost 36 atomic reference counts more (ARCHITECTURE.md)
+        block_quantities(q, rows, i0, m, spec, work)
+        block_values(codes, params, kgroup, -1, work, m, kv)
+        normalise_block(params, sdiag, xdiag, i0, m, kv)
         add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g_out)
 
 
@@ -226,7 +231,7 @@ def kernel_scores_parallel(q, rows, n, spec, coef, ypos, yneg, g_out):
         i0 = b * ROW_BLOCK
         m = min(ROW_BLOCK, n - i0)
         kv = np.empty((F, ROW_BLOCK))
-        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv, 0)
+        kernel_row_block(q, rows, i0, m, spec, block_work(G), kv)
         accumulate_block(kv, m, coef, i0, ypos, yneg, np.empty(ROW_BLOCK), parts[b])
     g_out[:, :] = 0.0
     for b in range(n_blocks):

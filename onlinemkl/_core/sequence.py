@@ -285,10 +285,10 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
         if budget > 0 and n >= budget:
             slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, Y, sdiag, params, sigma)
             for j in range(i, L):
-                kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx, 0)
+                kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
                 add_row_to_scores(-1.0, slot, kx, coef, beta, Y, gpos[j])
             # the raw scores of the evicted row (a second pass), then its share of the norms
-            qe = Query(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[slot, :].copy())
+            qe = Query(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[:, slot].copy())
             dense_kernel_scores(qe, rows, n, spec, coef, beta, Y, ge)
             evict_norms(slot, ge, theta_sq, coef, beta, Y, sdiag, params)
             istate[I_EVICTIONS] += 1
@@ -299,7 +299,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
         implicit_insert(slot, Query(xs[i], xsqs[i], xdiags[i]), u[i], eta, istate[I_CLOCK], buf, params, st,
                         gpos[i], False)
         for j in range(i + 1, L):
-            kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx, 0)
+            kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
             add_row_to_scores(1.0, slot, kx, coef, beta, Y, gpos[j])
 
     # gradient step on the transition group (explicit), exact norm.

@@ -33,7 +33,9 @@ class KernelSpec(NamedTuple):
 
 class Rows(NamedTuple):
     """Stored rows and their caches: ``S[cap, d]``, the squared group norms ``ssq[cap, G]`` and
-    the self-kernel values in the stored form ``sdiag[cap, F]`` (``kernels.stored_diag``)."""
+    the self-kernel values in the stored form, kernel by kernel, ``sdiag[F, cap]``
+    (``kernels.stored_diag``; a contiguous row per kernel, which the kernel pass's
+    normalisation reads a block at a time)."""
 
     S: np.ndarray
     ssq: np.ndarray

@@ -57,7 +57,7 @@ def compress(u, eng, K, B, theta_sq, G, budget):
     updated after every change; otherwise they are recomputed once from the rows kept."""
     n = u.X.shape[0]
     ssq = np.zeros((n, eng.ck.n_groups))
-    sdiag = np.zeros((n, eng.ck.n_kernels))
+    sdiag = np.zeros((eng.ck.n_kernels, n))  # kernel by kernel, as the buffer holds them
     eng.ck.refresh_row_caches(np.ascontiguousarray(u.X), n, ssq, sdiag)
     if u.kind != "obscure":
         return compress_proximal(u, eng, K, B, budget, (ssq, sdiag))
@@ -70,7 +70,7 @@ def compress(u, eng, K, B, theta_sq, G, budget):
     a = np.full(F, 1.0)
     while alive.shape[0] > budget:
         m = alive.shape[0]
-        c, st, sd = coef[alive], u.stamps[alive], sdiag[alive]
+        c, st, sd = coef[alive], u.stamps[alive], sdiag[:, alive]
         if track:
             _co.mirror_weights(theta_sq, eng.q, a)
         e = int(_cb.choose_evictee(policy, m, st, c, np.ascontiguousarray(u.cls[alive, 1]), sd, params, a * a))

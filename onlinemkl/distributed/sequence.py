@@ -207,7 +207,7 @@ def _compress(u, eng, budget):
     of the averaged model moves to its partner).  Returns the kept rows' original indices."""
     n, F = u.X.shape[0], eng.ck.n_kernels
     ssq = np.zeros((n, eng.ck.n_groups))
-    sdiag = np.zeros((n, F))
+    sdiag = np.zeros((F, n))  # kernel by kernel, as the buffer holds them
     X = np.array(u.X, dtype=float, order="C")
     eng.ck.refresh_row_caches(X, n, ssq, sdiag)
     coef = np.array(u.coef, order="C")

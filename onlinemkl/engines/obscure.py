@@ -169,7 +169,7 @@ class ObscureEngine(BufferEngine):
             spec = self.ck.spec()
             q = Query(x, np.empty(self.ck.n_groups), np.empty(self.ck.n_kernels))
             _ck.prepare_query(x, spec, q.xsq, q.xdiag)
-            rows = Rows(b.S, b.ssq, b.sdiag)
+            rows = Rows(b.S, b.ssq, b.sdiag_t)
             if self.g.shape[1] <= _cs.DENSE_OUTPUTS:  # the fused pass over threads: the scores into g
                 _cs.kernel_scores_parallel(q, rows, n, spec, b.coef, b.ypos, b.yneg, self.g)
                 mode = _co.SCORES_GIVEN
@@ -238,7 +238,7 @@ class ObscureEngine(BufferEngine):
         field order (the cheapest arguments to dispatch), and the eviction policy, None without a
         budget (that variant is compiled without the eviction code)."""
         b = self.buf
-        buf = (b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
+        buf = (b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp)
         st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
         eviction = int(self.hyper[_co.H_POLICY]) if self.hyper[_co.H_BUDGET] > 0 else None
         return buf, self.ck.arrays(), st, eviction
@@ -462,7 +462,7 @@ class ObscureEngine(BufferEngine):
     def recompute_theta_sq(self) -> np.ndarray:
         """``||raw theta^j||^2`` recomputed from the buffer (O(n^2); for tests)."""
         b = self.buf
-        buf = LabelledRows(b.S, b.ssq, b.sdiag, b.ypos, b.yneg, b.coef, b.tstamp)
+        buf = LabelledRows(b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp)
         return _co.theta_sq_from_buffer(buf, self.n_support, self.ck.spec(), max(self.n_outputs, 1))
 
     # -- state (the onlinemkl.engine protocol) ------------------------------------------

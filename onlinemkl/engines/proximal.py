@@ -208,7 +208,7 @@ class GroupNormEngine(BufferEngine):
         """The buffer and the per-row arrays as the record the compiled code takes (``coef``:
         other coefficients than the buffer's, e.g. the averaged model's)."""
         b = self.buf
-        return _cf.ProxRows(b.S, b.ssq, b.sdiag, b.coef if coef is None else coef, self.beta, b.tstamp,
+        return _cf.ProxRows(b.S, b.ssq, b.sdiag_t, b.coef if coef is None else coef, self.beta, b.tstamp,
                             self.avg_acc, self.avg_base)
 
     def _group_state(self):
