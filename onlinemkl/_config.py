@@ -22,7 +22,9 @@ decorators below; no module passes Numba options of its own.
 Where the on-disk cache lives (DESIGN.md, Numba convention 4): ``NUMBA_CACHE_DIR``
 if set, else a per-user cache directory (``platformdirs.user_cache_dir("onlinemkl")``,
 e.g. ``~/.cache/onlinemkl`` on Linux) in a subfolder named after the onlinemkl and
-Numba versions, so that an upgrade never meets a cache written by another version.
+Numba versions, so that an upgrade never meets a cache written by another version; in
+either, a subfolder ``core-<hash of onlinemkl/_core's sources>`` (:func:`_core_stamp`), so
+that an edited checkout never meets a cache of other sources.
 Numba's own default would write next to the sources, into site-packages, where the
 cache outlives an uninstall, and where a read-only install with an unwritable home
 leaves Numba no place at all (``cannot cache function ...: no locator``).  If the
@@ -59,6 +61,25 @@ def _user_cache_dir() -> str:
     return os.path.join(base, f"onlinemkl-{__version__}-numba-{numba.__version__}")
 
 
+def _core_stamp() -> str:
+    """A hash of the compiled code's sources (``onlinemkl/_core/*.py``), 12 hex digits.
+
+    Numba checks a cached function against its own file only, but a cached function holds the
+    code of the functions it calls from other files: after an edit of ``_core/kernels.py`` alone,
+    the cached ``_core/obscure.py`` would run the old kernel pass on arrays laid out the new way
+    (an editable install, a checkout under development).  Caching under this stamp makes any
+    edit of the compiled code start a fresh cache."""
+    import hashlib
+
+    core = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_core")
+    h = hashlib.sha1()
+    for name in sorted(os.listdir(core)):
+        if name.endswith(".py"):
+            with open(os.path.join(core, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:12]
+
+
 def _writable_dir(path: str) -> str | None:
     """None if ``path`` exists (or could be created) and accepts a file, else why not."""
     try:
@@ -85,7 +106,10 @@ def resolve_cache_dir(environ=None) -> tuple[str | None, str | None]:
             path = _user_cache_dir()
         except Exception as exc:  # no home directory, no platformdirs, ...
             return None, f"no per-user cache directory ({type(exc).__name__}: {exc})"
-    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        path = os.path.join(os.path.abspath(os.path.expanduser(path)), f"core-{_core_stamp()}")
+    except OSError as exc:
+        return None, f"cannot read onlinemkl's compiled sources ({exc})"
     problem = _writable_dir(path)
     return (None, problem) if problem else (path, None)
 

@@ -112,7 +112,15 @@ def check_rows(X, name="X", n_features=None, owner="the model"):
             f"{name} has {A.shape[1]} features, but {owner} is expecting {n_features} features as input; "
             "pass the same columns in the same order"
         )
-    return np.ascontiguousarray(A)
+    return writeable_contiguous(A)
+
+
+def writeable_contiguous(A: np.ndarray) -> np.ndarray:
+    """``A`` C-contiguous and writeable (a copy only if it is not): Numba types a read-only array
+    apart from a writeable one, so a read-only input (a memory map, a broadcast view) would
+    compile every compiled function it reaches once more (seconds) for the same arithmetic."""
+    A = np.ascontiguousarray(A)
+    return A if A.flags.writeable else A.copy()
 
 
 def check_target(y, n_rows, name="y", what="value"):

@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._sync import ModelLock
-from ._validation import check_rows, check_target, first_out_of_range, float_array
+from ._validation import check_rows, check_target, first_out_of_range, float_array, writeable_contiguous
 from .engine import recorded_kernels
 from .features import LabelMap
 from .kernels import restoring_kernels
@@ -56,7 +56,7 @@ def check_targets(y, n_rows, owner="this regressor", name="y"):
         if np.isfinite(value):
             raise ValueError(f"{name}[{i}] = {value!r} {why}")
         raise ValueError(f"{name} contains NaN or infinite targets (first at position {i}); drop or impute them")
-    return np.ascontiguousarray(v)
+    return writeable_contiguous(v)
 
 
 class EngineEstimator(ModelLock, BaseEstimator):

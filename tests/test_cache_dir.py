@@ -39,11 +39,28 @@ def _clean_env(**extra) -> dict:
 
 def test_resolve_cache_dir_rules(tmp_path):
     assert _config.resolve_cache_dir({"ONLINEMKL_NO_CACHE": "1", "NUMBA_CACHE_DIR": str(tmp_path)}) == (None, None)
-    assert _config.resolve_cache_dir({"NUMBA_CACHE_DIR": str(tmp_path / "nc")}) == (str(tmp_path / "nc"), None)
+    stamp = f"core-{_config._core_stamp()}"
+    assert _config.resolve_cache_dir({"NUMBA_CACHE_DIR": str(tmp_path / "nc")}) == (str(tmp_path / "nc" / stamp), None)
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     where, problem = _config.resolve_cache_dir({"NUMBA_CACHE_DIR": str(blocker / "nc")})
     assert where is None and str(blocker) in problem
+
+
+def test_an_edit_of_the_compiled_sources_means_a_fresh_cache(tmp_path, monkeypatch):
+    """A cached function holds the code of what it calls from other files, and Numba checks it
+    against its own file only: an edited ``_core`` file must not meet a cache of the old sources."""
+    core = tmp_path / "onlinemkl" / "_core"
+    core.mkdir(parents=True)
+    (core / "kernels.py").write_text("x = 1\n")
+    (core / "scores.py").write_text("y = 2\n")
+    monkeypatch.setattr(_config, "__file__", str(tmp_path / "onlinemkl" / "_config.py"))
+    before = _config._core_stamp()
+    (core / "kernels.py").write_text("x = 2\n")
+    after = _config._core_stamp()
+    assert before != after and len(after) == 12
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nc"))
+    assert _config.resolve_cache_dir()[0] == str(tmp_path / "nc" / f"core-{after}")
 
 
 def test_a_cache_dir_lost_after_start_up_means_no_cache_not_one_next_to_the_sources(tmp_path, monkeypatch):
@@ -80,7 +97,7 @@ def test_cache_goes_to_the_user_cache_dir_not_the_package(tmp_path):
     assert WARNING not in out.stderr
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["user"] == str(tmp_path / "xdg" / "onlinemkl")
-    assert info["dir"] == os.path.join(info["user"], info["sub"])
+    assert info["dir"] == os.path.join(info["user"], info["sub"], f"core-{_config._core_stamp()}")
     assert _cache_files(Path(info["dir"])), "no cache files in the per-user cache directory"
     assert _cache_files(PACKAGE) == before, "cache files were written next to the package's sources"
 
