@@ -759,3 +759,20 @@ def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_class
     Xt, _ = make_data(40, n_classes, seed=12)
     np.testing.assert_allclose(blocked.decision_function(Xt), full.decision_function(Xt), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(blocked.kernel_weights_, full.kernel_weights_, rtol=1e-9, atol=1e-12)
+
+
+def test_read_only_input_does_not_compile_again():
+    """Numba types a read-only array apart from a writeable one: a read-only ``X`` (a memory map)
+    reaches compiled code as a writeable copy, so ``fit`` and ``predict`` reuse the compiled
+    variants (no new signature) and give the same model."""
+    from onlinemkl._core import obscure_fit
+
+    X, y = make_data(60, 3, seed=8)
+    first = OBSCUREClassifier(kernels=KERNELS, random_state=0, stage1_epochs=1, stage2_epochs=1).fit(X, y)
+    seen = (len(obscure_fit.obscure_fit_run.signatures), len(co.obscure_run.signatures))
+    Xr, yr = X.copy(), y.copy()
+    Xr.setflags(write=False)
+    yr.setflags(write=False)
+    again = OBSCUREClassifier(kernels=KERNELS, random_state=0, stage1_epochs=1, stage2_epochs=1).fit(Xr, yr)
+    np.testing.assert_array_equal(again.decision_function(Xr), first.decision_function(X))
+    assert (len(obscure_fit.obscure_fit_run.signatures), len(co.obscure_run.signatures)) == seen
