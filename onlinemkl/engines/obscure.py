@@ -299,8 +299,9 @@ class ObscureEngine(BufferEngine):
         state = {"sv": sv_index}
         # the class sums start from an empty buffer; a budget's evictions move other rows' coefficients
         sums = None
-        if self.hyper[_co.H_BUDGET] == 0 and self.n_support == 0:
-            sums = np.zeros((self.ck.n_kernels, max(self.n_outputs, 1), X.shape[0]))
+        n_out = max(self.n_outputs, 1)
+        if self.hyper[_co.H_BUDGET] == 0 and self.n_support == 0 and (self.binary or int(yi.max()) < n_out):
+            sums = np.zeros((self.ck.n_kernels, n_out, X.shape[0]))
 
         where = self._merge_table(X.shape[0]).ravel()
 
