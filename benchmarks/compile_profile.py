@@ -1,0 +1,87 @@
+"""Where a learner's first compilation goes: CPU seconds per compiled function, cold.
+
+A diagnostic for first-run time (issue 15's point 7), not a benchmark against a peer: it runs
+``onlinemkl.warmup([learner], budget=...)`` in this process with a fresh, empty Numba cache and
+records Numba's compile events (``numba.core.event``, ``numba:compile``), nested as Numba
+compiles callees while typing their callers.  Per function: the CPU seconds inside its own
+compilation (``exclusive``) and with its callees' (``inclusive``).  A function compiled while
+another is typed appears under that caller in ``within``.  Two things to look for:
+
+* a function that should not be there for this learner (code a configuration never runs, e.g.
+  the eviction of a learner without a budget: see ARCHITECTURE's compile-time rules);
+* ``raise_with_shape_context`` or ``ol_str_generic``: Numba's formatted shape error, compiled
+  where an array is stored into a slice or a subscript (seconds for one error message).
+
+Usage::
+
+    python benchmarks/compile_profile.py obscure                 # no budget (the demo's variant)
+    python benchmarks/compile_profile.py proximal --budget       # the variant with a budget
+    python benchmarks/compile_profile.py polymkl --top 10 --out compile_profile_polymkl
+
+Run it on an idle machine; each call takes the learner's whole cold compilation (4-20 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+os.environ["ONLINEMKL_BACKGROUND_COMPILE"] = "0"  # compile in the foreground, where the events are
+os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="onlinemkl-compile-profile-")  # before numba loads
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from numba.core import event  # noqa: E402
+
+from _common import write_report  # noqa: E402
+
+
+class Recorder(event.Listener):
+    """Compile events as ``{function: [exclusive, inclusive, count, caller]}`` (CPU seconds)."""
+
+    def __init__(self):
+        self.stack, self.seen = [], {}
+
+    def on_start(self, ev):
+        self.stack.append([ev.data["dispatcher"].py_func.__qualname__, time.process_time(), 0.0])
+
+    def on_end(self, ev):
+        name, t0, inner = self.stack.pop()
+        spent = time.process_time() - t0
+        row = self.seen.setdefault(name, [0.0, 0.0, 0, self.stack[-1][0] if self.stack else ""])
+        row[0] += spent - inner
+        row[1] += spent
+        row[2] += 1
+        if self.stack:
+            self.stack[-1][2] += spent
+
+
+def main(argv=None):
+    from onlinemkl import _compile
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("learner", choices=sorted(_compile.WARMUPS))
+    ap.add_argument("--budget", action="store_true", help="the variant with a budget (default: without)")
+    ap.add_argument("--top", type=int, default=25, help="functions listed, by exclusive seconds")
+    ap.add_argument("--out", default=None, help="also write benchmarks/results/<OUT>.md/json")
+    args = ap.parse_args(argv)
+    rec = Recorder()
+    event.register("numba:compile", rec)
+    t0 = time.process_time()
+    _compile.warmup([args.learner], progress=False, budget=args.budget)
+    total = time.process_time() - t0
+    rows = [{"function": name, "exclusive_s": ex, "inclusive_s": inc, "compiles": n, "within": caller}
+            for name, (ex, inc, n, caller) in sorted(rec.seen.items(), key=lambda kv: -kv[1][0])][:args.top]
+    title = f"Cold compilation of {args.learner} ({'with' if args.budget else 'without'} a budget): {total:.1f} CPU s"
+    if args.out:
+        write_report(args.out, rows, title=title, notes=__doc__.split("\n\n")[1], extra={"total_cpu_s": total})
+    else:
+        from _common import markdown_table
+
+        print(f"# {title}\n\n{markdown_table(rows)}")
+
+
+if __name__ == "__main__":
+    main()
