@@ -41,6 +41,22 @@ def put_column(dst, i, src):
 
 
 @njit
+def close_row_gap(a, e, n):
+    """Rows ``e+1 .. n-1`` of the 2-D ``a`` moved up by one, element by element (no slice stored
+    into a slice: see :func:`put_row`)."""
+    for i in range(e, n - 1):
+        for k in range(a.shape[1]):
+            a[i, k] = a[i + 1, k]
+
+
+@njit
+def close_gap(a, e, n):
+    """Entries ``e+1 .. n-1`` of the 1-D ``a`` moved up by one."""
+    for i in range(e, n - 1):
+        a[i] = a[i + 1]
+
+
+@njit
 def put_row(dst, i, src):
     """``dst[i, :len(src)] = src`` and zeros after it, element by element: a slice assignment
     between arrays compiles a shape check with a formatted error message, seconds of first-run

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._config import njit
-from .buffer import put_column, put_row
+from .buffer import close_gap, close_row_gap, put_column, put_row
 from .group_evict import choose_dense_evictee, evict_and_merge, evict_scan
 from .kernels import P_NORMALIZE, ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .losses import EPSILON_INSENSITIVE, SQUARED, loss_and_derivative
@@ -433,10 +433,11 @@ def compress_rows(budget, buf, spec, st, order):
         q = Query(buf.S[e, :].copy(), buf.ssq[e, :].copy(), buf.sdiag[:, e].copy())
         evict_projected(e, q, n, buf, spec, st, n_out, g)
         for a in arrays:
-            a[e:n - 1] = a[e + 1:n].copy()
-        buf.sdiag[:, e:n - 1] = buf.sdiag[:, e + 1:n].copy()  # kernel by kernel: the columns move
-        buf.tstamp[e:n - 1] = buf.tstamp[e + 1:n].copy()
-        order[e:n - 1] = order[e + 1:n].copy()
+            close_row_gap(a, e, n)
+        for j in range(F):  # kernel by kernel: the diagonals' columns move
+            close_gap(buf.sdiag[j], e, n)
+        close_gap(buf.tstamp, e, n)
+        close_gap(order, e, n)
         n -= 1
         st.istate[I_N] = n
     return n

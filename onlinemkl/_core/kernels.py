@@ -581,7 +581,8 @@ def kernel_row(q, rows, n, spec, out):
         m = min(ROW_BLOCK, n - i0)
         kernel_row_block(q, rows, i0, m, spec, work, kv)
         for j in range(F):
-            out[j, i0:i0 + m] = kv[j, :m]
+            for r in range(m):  # element by element: no slice stored into a slice (buffer.put_row)
+                out[j, i0 + r] = kv[j, r]
 
 
 @njit_parallel
@@ -595,4 +596,5 @@ def kernel_row_parallel(q, rows, n, spec, out):
         kv = np.empty((F, ROW_BLOCK))
         kernel_row_block(q, rows, i0, m, spec, block_work(G), kv)
         for j in range(F):
-            out[j, i0:i0 + m] = kv[j, :m]
+            for r in range(m):  # element by element: no slice stored into a slice (buffer.put_row)
+                out[j, i0 + r] = kv[j, r]
