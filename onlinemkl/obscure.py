@@ -16,7 +16,7 @@ from sklearn.base import ClassifierMixin
 
 from ._core import obscure as _co
 from ._validation import check_choice, check_number, store_params
-from .engines._replay import DEFAULT_WINDOW, check_replay, replay_seed
+from .engines._replay import DEFAULT_WINDOW, check_replay, many_class_steps, replay_seed
 from .engines.obscure import MIN_CHUNK, ObscureEngine, check_params, hinge_losses, stream_step
 from .kernels import kernels_in_use
 from .sklearn import EngineClassifier, check_labels
@@ -92,7 +92,8 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     replay : int >= 0 or 'auto', default 'auto'
         ``partial_fit``: after a margin error, this many extra steps on past examples drawn
         from a reservoir of ``replay_window`` of them (0: off; ``fit`` runs epochs instead);
-        'auto': 5 (0 with a budget and ``eviction='oldest'``).  With a budget, on stored
+        'auto': 5, 10 with more than three classes (0 with a budget and ``eviction='oldest'``).
+        With a budget, on stored
         examples instead, each step adding to its own stored row or to nothing (no reservoir
         beside the buffer, no row spent on a repeat).
     replay_window : int >= 1, default 1000
@@ -152,7 +153,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
             raise ValueError(f"loss='hinge' is binary but there are {len(classes)} classes; use loss='multiclass_hinge'")
         steps = check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
         eng = ObscureEngine(kernels, p, self.eta, lam, self.budget, self.eviction, bool(self.pegasos), binary,
-                            C=self.C, replay=steps,
+                            C=self.C, replay=steps, replay_many=many_class_steps(self.replay, steps),
                             replay_window=self.replay_window,
                             seed=replay_seed(self.random_state))
         eng.set_n_classes(len(classes))

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ReplayMemory", "check_replay", "replay_seed", "NO_MERGE", "DEFAULT_STEPS", "DEFAULT_WINDOW", "MAX_VALUES"]
+__all__ = ["ReplayMemory", "check_replay", "many_class_steps", "replay_seed", "NO_MERGE", "DEFAULT_STEPS",
+           "MANY_CLASSES_STEPS", "FEW_CLASSES", "DEFAULT_WINDOW", "MAX_VALUES"]
 
 #: Extra steps after a margin error (``replay='auto'``) and rows kept
 #: (``replay_window=``).
 DEFAULT_STEPS = 5
 DEFAULT_WINDOW = 1000
+#: ``replay='auto'`` of OBSCURE: :data:`MANY_CLASSES_STEPS` steps once more than :data:`FEW_CLASSES`
+#: classes have been seen (see :func:`many_class_steps`).
+MANY_CLASSES_STEPS = 10
+FEW_CLASSES = 3
 
 #: The reservoir holds at most this many values (8 MiB of float64) whatever ``window`` says:
 #: with very many features it keeps fewer rows rather than more memory.
@@ -63,6 +68,22 @@ def check_replay(replay, replay_window, budget=None, buffer_replay=True, evictio
     return int(replay)
 
 
+def many_class_steps(replay, steps: int) -> int | None:
+    """The steps after a margin error once more than :data:`FEW_CLASSES` classes are known, or None
+    for "as with few" (:meth:`ReplayMemory.steps_for`); ``steps``: :func:`check_replay`'s answer.
+
+    ``'auto'`` (OBSCURE): :data:`MANY_CLASSES_STEPS` wherever it replays at all.  A multiclass step
+    moves the weight vectors of two classes only (the true one and the highest-scoring wrong
+    one), so with many classes each class gets fewer of the replayed updates; ``fit``'s
+    ``stage2_epochs='auto'`` doubles its epochs past three classes for the same reason.  Measured
+    on the 20 sets of ``bench_defaults.py`` (``benchmarks/results/defaults_replay.md``,
+    ``defaults.md``): the multiclass sets gain with or without a budget, and a budget's replay on
+    stored rows keeps its distance to no budget.  An int ``replay`` is used for any number of
+    classes.
+    """
+    return MANY_CLASSES_STEPS if replay == "auto" and steps > 0 else None
+
+
 def replay_seed(random_state) -> int:
     """The replay generator's seed from a ``random_state``: the int itself, else 0 (reproducible)."""
     return int(random_state) if isinstance(random_state, (int, np.integer)) else 0
@@ -98,8 +119,9 @@ class ReplayMemory:
     STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters", "replay.where")
 
     def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False,
-                 from_buffer: bool = False):
+                 from_buffer: bool = False, steps_many: int | None = None):
         self.steps, self.window = int(steps), int(window)
+        self.steps_many = self.steps if steps_many is None else int(steps_many)
         self.from_buffer = bool(from_buffer)
         self.rows = np.zeros((0, 0))
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
@@ -127,10 +149,15 @@ class ReplayMemory:
         self.counters[1] = state
         return value % n
 
-    def stored_rows(self, n_support: int) -> np.ndarray:
-        """``steps`` uniform draws of a stored row among the first ``n_support`` (``from_buffer``);
-        none (and no draw) when nothing is stored."""
-        return self.draw(self.steps, n_support) if n_support else np.zeros(0, dtype=np.int64)
+    def steps_for(self, n_classes: int) -> int:
+        """Steps after a margin error for a learner that knows ``n_classes`` classes (1: binary):
+        ``steps``, or ``steps_many`` past :data:`FEW_CLASSES` (see :func:`many_class_steps`)."""
+        return self.steps_many if n_classes > FEW_CLASSES else self.steps
+
+    def stored_rows(self, n_support: int, n_classes: int = 1) -> np.ndarray:
+        """:meth:`steps_for` ``n_classes`` uniform draws of a stored row among the first
+        ``n_support`` (``from_buffer``); none (and no draw) when nothing is stored."""
+        return self.draw(self.steps_for(n_classes), n_support) if n_support else np.zeros(0, dtype=np.int64)
 
     def add(self, x: np.ndarray, y, slot: int = -1, stamps=None) -> None:
         """Offer one example (reservoir sampling: every example so far is held with equal chance);

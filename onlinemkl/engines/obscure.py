@@ -87,7 +87,7 @@ class ObscureEngine(BufferEngine):
     """
 
     def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0, replay=0,
-                 replay_window=1000, seed=0):
+                 replay_window=1000, seed=0, replay_many=None):
         self._remember_init(locals())
         self.ck = CompiledKernels(kernels)
         F = self.ck.n_kernels
@@ -117,7 +117,8 @@ class ObscureEngine(BufferEngine):
         self.krow = np.zeros((F, 0))
         self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
         # used by stream_step; under a budget it replays stored rows and keeps none of its own
-        self.replay = ReplayMemory(replay, replay_window, seed, from_buffer=budget is not None)
+        self.replay = ReplayMemory(replay, replay_window, seed, from_buffer=budget is not None,
+                                   steps_many=replay_many)
 
     # -- shape management (Python side, rare) -------------------------------------------
 
@@ -215,7 +216,7 @@ class ObscureEngine(BufferEngine):
         enough for the parallel kernel pass takes the steps one by one through :meth:`learn`.
         """
         n = self.n_support
-        slots = self.replay.stored_rows(n)
+        slots = self.replay.stored_rows(n, self.n_outputs)
         if slots.shape[0] == 0:
             return
         b, d = self.buf, self.n_features
@@ -557,7 +558,8 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """One streaming step: learn ``x``, replay after a margin error, then the stage switch.
 
     Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
-    ``engine.replay.steps`` more steps on examples drawn from the reservoir of past ones, then
+    ``engine.replay.steps`` more steps (``steps_many`` once more than three classes are known:
+    :meth:`~onlinemkl.engines._replay.ReplayMemory.steps_for`) on examples drawn from the reservoir of past ones, then
     offer ``x`` to the reservoir; with a budget, on stored rows drawn from the buffer instead,
     each step adding to its own row only (the buffer's rows go to distinct examples).
     ``switch_after``: an int N switches to stage 2 after N examples (of the stream; replayed
@@ -573,7 +575,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
         if mem.from_buffer:
             engine.replay_stored_rows()
         elif mem.size and engine.buf.has_room(engine.n_support):
-            engine.replay_steps(mem.steps)
+            engine.replay_steps(mem.steps_for(engine.n_outputs))
     mem.add(x, yi, out[3], engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
         return out

@@ -9,7 +9,7 @@ from river import base
 
 from .._core import obscure as _co
 from .._validation import check_choice, store_params
-from ..engines._replay import DEFAULT_WINDOW, check_replay
+from ..engines._replay import DEFAULT_WINDOW, check_replay, many_class_steps
 from ..engines.obscure import ObscureEngine, check_params, stream_step
 from ..features import MAX_FEATURES, LabelMap
 from ..kernels import kernels_in_use
@@ -62,8 +62,8 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         :class:`onlinemkl.OBSCUREClassifier`'s.
     replay
         After a margin error, this many extra steps on past examples drawn from a
-        reservoir of ``replay_window`` of them (0: off; 'auto': 5, or 0 with a budget and
-        ``eviction='oldest'``).  With a budget, on stored
+        reservoir of ``replay_window`` of them (0: off; 'auto': 5, 10 once more than three
+        classes have been seen, and 0 with a budget and ``eviction='oldest'``).  With a budget, on stored
         examples instead, each step adding to its own stored row or to nothing: no reservoir
         beside the buffer, no row spent on a repeat.  What one pass gains from it and what it
         costs: ``benchmarks/results/defaults.md``, ``benchmarks/results/defaults_budget.md``.
@@ -107,7 +107,8 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         check_choice("loss", self.loss, ("multiclass_hinge", "hinge"))
         steps = check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
         return ObscureEngine(kernels, p, self.eta, self.lam, self.budget, self.eviction, bool(self.pegasos),
-                             self.loss == "hinge", C=self.C, replay=steps, replay_window=self.replay_window)
+                             self.loss == "hinge", C=self.C, replay=steps, replay_window=self.replay_window,
+                             replay_many=many_class_steps(self.replay, steps))
 
     @property
     def _multiclass(self):
