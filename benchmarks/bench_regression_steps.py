@@ -19,15 +19,18 @@ over the 13 streams of ``bench_defaults_regression.py`` (their train part) and t
 Figures: ``ratio`` = prequential MAE / river best's on that stream, river best as recorded in
 ``results/defaults_regression.json`` (river's kNN passes are not repeatable, so a re-run of
 that benchmark moves some of these references by a few per cent; Planes2D's, the Hoeffding
-tree, is repeatable); ``unseen_ratio`` = MAE / the ``previous_default_mae`` recorded in
-``results/defaults_regression_unseen.json`` (the equal split there).  ``cpu_ex_per_s``:
+tree, is repeatable); ``unseen_ratio`` = MAE / the ``equal`` variant's MAE on that stream, same run
+(``unseen_geomean``: their geometric mean; ``equal`` always runs first).  ``cpu_ex_per_s``:
 examples per CPU second over the 13 streams (the first includes compilation when the cache
 is cold).
 
 Usage::
 
     PYTHONPATH=. python benchmarks/bench_regression_steps.py                 # -> results/defaults_regression_steps.*
-    PYTHONPATH=. python benchmarks/bench_regression_steps.py --floor 0.2 --power 2 --name steps_f02_p2
+    PYTHONPATH=. python benchmarks/bench_regression_steps.py --sweep 0.1:1,0.1:1.5,0.2:2  # -> results/defaults_regression_steps_sweep.*
+
+``--sweep floor:power,...`` runs ``equal`` and ``norms`` once per pair of constants, each in its own
+process (``--floor``/``--power``), and writes one report of them all.
 """
 
 from __future__ import annotations
@@ -111,7 +114,12 @@ def main(argv=None):
     ap.add_argument("--power", type=float, default=None, help="group_steps.SHARE_POWER for this run")
     ap.add_argument("--variants", default=None, help="comma-separated subset of the variants")
     ap.add_argument("--name", default="defaults_regression_steps")
+    ap.add_argument("--sweep", default=None, help="floor:power pairs, comma-separated (one process each)")
+    ap.add_argument("--print-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.sweep:
+        return sweep(args.sweep, args.name if args.name != "defaults_regression_steps" else
+                     "defaults_regression_steps_sweep")
     if args.floor is not None or args.power is not None:
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="onlinemkl-steps-")
         import onlinemkl._core.group_steps as gs
@@ -128,10 +136,11 @@ def main(argv=None):
     from onlinemkl.river import ProximalMKLRegressor
 
     river_best = _json_rows("defaults_regression", "dataset", "river_preq_mae")
-    unseen_ref = _json_rows("defaults_regression_unseen", "stream", "previous_default_mae")
     seen = {n: split(f(), None)[1] for n, f in DATASETS.items()}
     unseen = {n: f() for n, f in streams().items()}
     names = args.variants.split(",") if args.variants else list(VARIANTS)
+    names = ["equal"] + [n for n in names if n != "equal"]
+    unseen_ref = {}
     rows, summary = [], []
     with single_thread_blas():
         for label in names:
@@ -151,6 +160,7 @@ def main(argv=None):
             unseen_ratios = []
             for sname, data in unseen.items():
                 mae, _ = prequential(make, data, hook)
+                unseen_ref.setdefault(sname, mae)  # the equal split's, the first variant run
                 unseen_ratios.append(mae / unseen_ref[sname])
                 rows.append({"variant": label, "stream": sname, "suite": "unseen 12", "mae": mae,
                              "unseen_ratio": mae / unseen_ref[sname]})
@@ -162,11 +172,36 @@ def main(argv=None):
                             "unseen_geomean": float(np.exp(np.mean(np.log(unseen_ratios)))),
                             "unseen_worst": float(max(unseen_ratios)), "cpu_ex_per_s": n / max(cpu, 1e-9)})
             print(summary[-1], flush=True)
+    if args.print_json:
+        import json
+
+        print("JSON " + json.dumps([r for r in summary if r["variant"] == "norms"]))
+        return
     notes = __doc__.split("\n\n", 1)[1].rsplit("Usage::", 1)[0]
     write_report(args.name, summary, title="Streaming regressor: how the step is split and scheduled",
                  notes=notes + f"Constants of this run: SHARE_FLOOR={gs.SHARE_FLOOR}, SHARE_POWER={gs.SHARE_POWER} "
                                "(they matter for the 'norms' variants only).  Per stream: the JSON's `per_stream`.",
                  extra={"per_stream": rows})
+
+
+def sweep(pairs, name):
+    """``norms`` with each ``floor:power`` pair of constants (one process each), one report."""
+    import json
+    import subprocess
+
+    from _common import write_report
+
+    rows = []
+    for pair in pairs.split(","):
+        floor, power = pair.split(":")
+        out = subprocess.run([sys.executable, __file__, "--floor", floor, "--power", power, "--variants", "norms",
+                              "--print-json"], capture_output=True, text=True, check=True).stdout
+        rows += json.loads([line for line in out.splitlines() if line.startswith("JSON ")][-1][5:])
+        print(rows[-1], flush=True)
+    notes = __doc__.split("\n\n", 1)[1].rsplit("Usage::", 1)[0]
+    write_report(name, rows, title="Streaming regressor: the constants of group_steps='norms'",
+                 notes=notes + "One row per (SHARE_FLOOR, SHARE_POWER) pair, each run in its own process "
+                               "(`cpu_ex_per_s` includes compilation there).")
 
 
 if __name__ == "__main__":
