@@ -15,7 +15,8 @@ What is measured
     without learning (``predict_many`` where the whole pipeline has it, else ``predict_one``).
 
     Candidates (``CANDIDATES``; all behind ``river.preprocessing.StandardScaler() |``):
-    ``ProximalMKLRegressor default`` (no parameters) and ``ProximalMKLRegressor replay=2``.
+    ``ProximalMKLRegressor default`` (no parameters), ``ProximalMKLRegressor previous default``
+    (``group_steps='equal'``) and ``ProximalMKLRegressor replay=2``.
     Targets are NOT scaled for anybody (a user passes ``y`` as it comes).
 
     river reference, each with its defaults: ``StandardScaler | linear_model.LinearRegression``,
@@ -208,20 +209,14 @@ def _proximal(**kw):
     return lambda: ProximalMKLRegressor(**kw)
 
 
-def _previous_kernels():
-    """The regressor's kernel set before the quadratic kernel was unnormalised (and scaled by ``2 / d``)."""
-    from onlinemkl.kernels import RBF, Linear, Polynomial
-
-    return (Linear(), RBF(gamma_scale=0.1), RBF(gamma_scale=1.0), Polynomial(degree=2, normalize=True))
-
-
-#: The default; the previous default (the normalised quadratic kernel and ``eta0=0.2``: how the
-#: default moved; the one before it, the averaged model with ``lam=1e-2`` and ``eta0=0.1``, is in
-#: the git history of ``results/defaults_regression.md``); the default with replay turned on (its
-#: classifier twin defaults to replay).
+#: The default; the previous default (every kernel the same step, ``group_steps='equal'``: how the
+#: default moved; the ones before it -- the normalised quadratic kernel with ``eta0=0.2``, and the
+#: averaged model with ``lam=1e-2`` and ``eta0=0.1`` -- are in the git history of
+#: ``results/defaults_regression.md``); the default with replay turned on (its classifier twin
+#: defaults to replay).
 CANDIDATES = {
     "ProximalMKLRegressor default": _scaled(lambda: _proximal()()),
-    "ProximalMKLRegressor previous default": _scaled(lambda: _proximal(kernels=_previous_kernels(), eta0=0.2)()),
+    "ProximalMKLRegressor previous default": _scaled(lambda: _proximal(group_steps="equal")()),
     "ProximalMKLRegressor replay=2": _scaled(lambda: _proximal(replay=2)()),
 }
 

@@ -273,7 +273,9 @@ def default_stream_regression_kernels() -> tuple[Kernel, ...]:
     :func:`default_regression_kernels` with its quadratic kernel unnormalised and scaled by
     ``2 / d``: ``(1 + 2 x.z / d) ** 2``.  Why: one regression step moves each kernel's part
     of the prediction in proportion to its ``K(x, x)`` (the kernels share one step size,
-    capped at ``1 / sum_k K_k(x, x)``), so a kernel's ``K(x, x)`` is its share of every step.
+    capped at ``1 / sum_k K_k(x, x)``), so a kernel's ``K(x, x)`` is its share of every step
+    (at first: the river regressor's ``group_steps='norms'`` then shifts the shares towards
+    the kernels with the larger norms).
     The normalised quadratic kernel has ``K(x, x) = 1`` against the linear kernel's ``~d``
     and learns pairwise interactions (a target such as river's Planes2D, linear in products
     ``x_1 x_j``) only slowly in one pass; dividing by ``1 + x.x`` also bends it away from a

@@ -174,7 +174,14 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
     ----------
     loss : {'squared', 'epsilon_insensitive'}, default 'squared'
     epsilon : float >= 0, default 0.1
-        Width of the epsilon-insensitive loss, in units of the target's standard deviation.""" + _FLAT_BUDGET_DOC + """
+        Width of the epsilon-insensitive loss, in units of the target's standard deviation.
+    group_steps : {'equal', 'norms'}, default 'equal'
+        How a gradient step is split among the groups.  'equal': every group takes the
+        same step, so a group's part of the prediction moves in proportion to its
+        ``K(x, x)``.  'norms': a larger share to the groups with larger norms (the
+        kernels the data has used so far), the step's total length unchanged; it learns
+        interactions held by one kernel faster in one pass (the river regressor's
+        default; :mod:`onlinemkl._core.group_steps` says why).""" + _FLAT_BUDGET_DOC + """
     Defaults differ from the classifier's where regression needs it:
     ``kernels=None`` uses :func:`onlinemkl.kernels.default_regression_kernels`,
     ``lam=1e-2``, ``eta0=0.1``, the averaged model and 3 epochs in ``fit``.
@@ -197,7 +204,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
     def __init__(self, kernels=None, explicit_groups=None, loss="squared", epsilon=0.1, regularizer="sq_l21",
                  lam=1e-2, q=1.5, sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=0.1,
                  gamma=None, average=True, budget=None, eviction="least_impact", replay=0,
-                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None):
+                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None, group_steps="equal"):
         store_params(self, locals())
 
     def _new_engine(self):

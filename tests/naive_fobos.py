@@ -80,7 +80,8 @@ class NaiveFobos:
     """Reference online proximal MKL with ``P = F + E`` groups (see the module docstring)."""
 
     def __init__(self, kernels, explicit_groups, n_features, n_out, loss, prox, lam, param=0.0, weights=None,
-                 schedule=1, eta0=1.0, sigma_sc=1.0, gamma=0.0, budget=0, policy="oldest", epsilon=0.1):
+                 schedule=1, eta0=1.0, sigma_sc=1.0, gamma=0.0, budget=0, policy="oldest", epsilon=0.1,
+                 group_steps=0):
         self.kernels = tuple(kernels)
         self.F, self.E = len(self.kernels), len(explicit_groups)
         self.P = self.F + self.E
@@ -90,6 +91,7 @@ class NaiveFobos:
         self.weights = np.ones(self.P) if weights is None else np.asarray(weights, float)
         self.schedule, self.eta0, self.sigma_sc, self.gamma = schedule, eta0, sigma_sc, gamma
         self.budget, self.policy, self.epsilon = budget, policy, epsilon
+        self.group_steps = group_steps
         self.X = np.zeros((0, n_features))
         self.beta = np.zeros((0, n_out))
         self.coef = np.zeros((0, self.F))
@@ -141,6 +143,23 @@ class NaiveFobos:
             return self.eta0 / np.sqrt(self.t)
         return 1.0 / (self.sigma_sc * self.t)
 
+    def group_diagonals(self, x):
+        """``K_k(x, x)`` of every group (explicit: ``||x_e||^2``)."""
+        d = [kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels]
+        return np.array(d + [float(x[cols] @ x[cols]) for cols in self.xcols])
+
+    def shares(self, x):
+        """Each group's multiplier of the step: ones, or (``group_steps=1``) ``0.1 + 0.9 P b_k^1.5 /
+        sum_l b_l^1.5`` from the norms before the step, rescaled to keep ``sum_k m_k K_k(x, x)``."""
+        m = np.ones(self.P)
+        bp = self.norms() ** 1.5
+        if self.group_steps == 1 and bp.sum() > 0:
+            m = 0.1 + 0.9 * self.P * bp / bp.sum()
+            kd = self.group_diagonals(x)
+            if kd.sum() > 0:
+                m *= kd.sum() / (m @ kd)
+        return m
+
     def _evictee(self):
         if self.policy == "oldest":
             return int(np.argmin(self.stamp))
@@ -157,25 +176,25 @@ class NaiveFobos:
         loss, dl = naive_loss(self.loss, s, y_cls, y_val, self.epsilon)
         self.t += 1
         eta = self.eta()
+        m = self.shares(x)
         if self.loss in (SQUARED, EPSILON_INSENSITIVE):
-            # normalised step (normalised LMS): at most 1 / K(x, x), K summed over every group
-            kxx = sum(kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels)
-            kxx += sum(float(x[cols] @ x[cols]) for cols in self.xcols)
+            # normalised step (normalised LMS): at most 1 / sum_k m_k K_k(x, x)
+            kxx = float(m @ self.group_diagonals(x))
             eta = min(eta, 1.0 / kxx) if kxx * eta > 1.0 else eta
         u = -dl
         updated = bool(np.any(u != 0)) and eta > 0
         if updated:
             if self.budget and self.X.shape[0] >= self.budget:
                 i = self._evictee()
-                self.X[i], self.beta[i], self.coef[i], self.avg[i], self.stamp[i] = x, u, eta, 0.0, self.t
+                self.X[i], self.beta[i], self.coef[i], self.avg[i], self.stamp[i] = x, u, eta * m[:self.F], 0.0, self.t
             else:
                 self.X = np.vstack([self.X, x])
                 self.beta = np.vstack([self.beta, u])
-                self.coef = np.vstack([self.coef, np.full(self.F, eta)])
+                self.coef = np.vstack([self.coef, eta * m[:self.F]])
                 self.avg = np.vstack([self.avg, np.zeros(self.F)])
                 self.stamp = np.append(self.stamp, self.t)
             for e, cols in enumerate(self.xcols):
-                self.W[e][cols] += eta * np.outer(x[cols], u)
+                self.W[e][cols] += eta * m[self.F + e] * np.outer(x[cols], u)
         if self.prox == PROX_SGL:  # l1 inside the explicit groups first (exact prox of the sum)
             thr = eta * self.lam * self.param
             self.W = np.sign(self.W) * np.maximum(np.abs(self.W) - thr, 0.0)

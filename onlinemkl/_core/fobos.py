@@ -38,7 +38,8 @@ import numpy as np
 from .._config import njit
 from .buffer import close_gap, close_row_gap, put_column, put_row
 from .group_evict import choose_dense_evictee, evict_and_merge, evict_scan
-from .kernels import P_NORMALIZE, ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
+from .group_steps import group_diagonals, normalised_step, step_shares  # noqa: F401 (normalised_step: API)
+from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .losses import EPSILON_INSENSITIVE, SQUARED, loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 from .scores import accumulate_per_kernel
@@ -57,7 +58,8 @@ H_BUDGET = 8
 H_POLICY = 9
 H_NOUT = 10  # outputs in use
 H_EPSILON = 11  # epsilon-insensitive width
-N_HYPER = 12
+H_GROUP_STEPS = 12  # how a step is split among the groups (group_steps.GROUP_STEPS_*)
+N_HYPER = 13
 
 SCHEDULE_CONSTANT = 0
 SCHEDULE_INVSQRT = 1
@@ -200,28 +202,6 @@ def step_size(schedule, eta0, sigma_sc, t):
 
 
 @njit
-def normalised_step(eta, x, xdiag, params, xgranges, xgptr):
-    """``min(eta, 1 / K(x, x))``, ``K`` summed over every kernel and explicit group (a regression step).
-
-    A squared-loss step moves the prediction at ``x`` by ``eta K(x, x)`` times the residual, so
-    past ``eta K(x, x) = 2`` it overshoots and the iterates diverge.  An unnormalised linear
-    kernel has ``K(x, x) ~ d`` on standardised inputs: the default regressor diverged from about
-    100 features.  Capping the step at ``1 / K(x, x)`` (normalised LMS) never lets one squared-loss
-    step move the prediction past the target (an epsilon-insensitive step moves it by at most one
-    standardised unit); for a few features it binds only in the first steps.
-    """
-    kxx = 0.0
-    for j in range(xdiag.shape[0]):
-        kxx += effective_diag(xdiag[j], params[j, P_NORMALIZE])
-    for rr in range(xgptr[0], xgptr[xgptr.shape[0] - 1]):
-        for col in range(xgranges[rr, 0], xgranges[rr, 1]):
-            kxx += x[col] * x[col]
-    if kxx * eta > 1.0:
-        return 1.0 / kxx
-    return eta
-
-
-@njit
 def zero_implicit_group(k, n, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum):
     """Group ``k`` became exactly zero: clear its coefficients, reset its scale."""
     for i in range(n):
@@ -279,7 +259,7 @@ def combine_scores(g, sigma, n_out, scores):
 
 
 @njit
-def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge):
+def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge, shares=None):
     """Store the query ``q`` with class vector ``u`` in ``slot``: ``theta_k += eta * sum_c u_c phi_k(x, c)``.
 
     Group norms follow eq. (17): ``||theta_k + r_k v||^2 = ||theta_k||^2 + 2 r_k theta_k.v
@@ -290,6 +270,8 @@ def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge):
     already holds ``x`` with class vector ``u`` (a replayed example, see :func:`fobos_learn`):
     its coefficients grow by ``r_k`` instead, after its share of the averaged model so far is
     folded in (as :func:`fold_implicit_group` does), so the averaged model stays exact.
+    ``shares``: group ``k``'s step is ``eta * shares[k]`` (:mod:`~onlinemkl._core.group_steps`;
+    None: ``eta`` for every group).
     """
     x, xsq, xdiag = q
     coef, beta = buf.coef, buf.beta
@@ -308,7 +290,7 @@ def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge):
         for c in range(beta.shape[1]):
             beta[slot, c] = u[c] if c < n_out else 0.0
     for k in range(F):
-        r = eta / sigma[k]
+        r = (eta if shares is None else eta * shares[k]) / sigma[k]
         tu = 0.0
         for c in range(n_out):
             tu += u[c] * g_x[k, c]
@@ -497,10 +479,16 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
     lam = hyper[H_LAM]
     loss_code = int(hyper[H_LOSS])
-    if loss_code == SQUARED or loss_code == EPSILON_INSENSITIVE:
-        eta = normalised_step(eta, x, xdiag, params, xgranges, xgptr)
+    regression = loss_code == SQUARED or loss_code == EPSILON_INSENSITIVE
+    shares = np.ones(P)  # each group's multiplier of eta (group_steps)
+    if regression or hyper[H_GROUP_STEPS] != 0:
+        kdiag = np.empty(P)
+        group_diagonals(x, xdiag, params, xgranges, xgptr, kdiag)
+        step_shares(int(hyper[H_GROUP_STEPS]), theta_sq, sigma, kdiag, shares)
+        if regression:
+            eta = normalised_step(eta, kdiag, shares)
 
-    # 3. gradient step on the loss only: theta += eta u, u = -sum_c dl_c phi(x, c).
+    # 3. gradient step on the loss only: theta_k += eta shares_k u, u = -sum_c dl_c phi_k(x, c).
     u = np.empty(n_out)
     usq = 0.0
     for c in range(n_out):
@@ -521,11 +509,11 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1
-        implicit_insert(slot, q, u, eta, t, buf, params, st, g, merged)
+        implicit_insert(slot, q, u, eta, t, buf, params, st, g, merged, shares)
         # explicit groups: W_e[:, c] += r_e u_c x_e (same norm update, K = ||x_e||^2)
         for e in range(E):
             k = F + e
-            r = eta / sigma[k]
+            r = eta * shares[k] / sigma[k]
             tu = 0.0
             for c in range(n_out):
                 tu += u[c] * g[k, c]

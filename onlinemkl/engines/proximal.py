@@ -31,9 +31,10 @@ _cf = lazy_module("fobos")
 _cr = lazy_module("fobos_replay")
 _cl = lazy_module("losses")
 _cp = lazy_module("prox")
+_cg = lazy_module("group_steps")
 
 __all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
-           "REGRESSION_LOSSES", "settings", "classifier_engine", "regressor_engine"]
+           "REGRESSION_LOSSES", "GROUP_STEPS", "settings", "classifier_engine", "regressor_engine"]
 
 #: The row hints of a replay that passes none (regression: a residual is never added to a row).
 _NO_HINTS = np.zeros(0, dtype=np.int64)
@@ -51,6 +52,9 @@ SCHEDULES = {"constant": _cf.SCHEDULE_CONSTANT, "invsqrt": _cf.SCHEDULE_INVSQRT,
              "strongly_convex": _cf.SCHEDULE_STRONGLY_CONVEX}
 CLASSIFICATION_LOSSES = ("hinge", "logistic")
 REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_INSENSITIVE}
+#: How a gradient step is split among the groups (:mod:`onlinemkl._core.group_steps`): ``'equal'``
+#: (every group the same step), ``'norms'`` (a larger share to the groups with larger norms).
+GROUP_STEPS = {"equal": _cg.GROUP_STEPS_EQUAL, "norms": _cg.GROUP_STEPS_NORMS}
 
 
 def plain(*records):
@@ -137,11 +141,13 @@ def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
     st = settings(p, regression, loss_at_zero)
     steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False, eviction=p.eviction,
                          full_replay=not regression)
+    group_steps = getattr(p, "group_steps", "equal")
+    check_choice("group_steps", group_steps, tuple(GROUP_STEPS))
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
                           average=bool(p.average), replay=steps, replay_window=p.replay_window,
-                          seed=replay_seed(getattr(p, "random_state", None)))
+                          seed=replay_seed(getattr(p, "random_state", None)), group_steps=GROUP_STEPS[group_steps])
 
 
 def classifier_engine(p, n_classes: int):
@@ -274,7 +280,7 @@ class ProximalEngine(GroupNormEngine):
 
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
                  schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False,
-                 replay=0, replay_window=1000, seed=0):
+                 replay=0, replay_window=1000, seed=0, group_steps=0):
         self._remember_init(locals())
         self.regression = loss_code in REGRESSION_LOSSES.values()
         self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression)
@@ -289,6 +295,7 @@ class ProximalEngine(GroupNormEngine):
         self._init_groups(st, loss_code, budget, eviction, F + E, max(n_outputs, 1))
         self.hyper[_cf.H_NOUT] = n_outputs
         self.hyper[_cf.H_EPSILON] = epsilon
+        self.hyper[_cf.H_GROUP_STEPS] = group_steps
         self.W = np.zeros((E, 1, max(n_outputs, 1)))
         self.W_avg = np.zeros_like(self.W)
         # Regression targets: running count, mean and sum of squared deviations (Welford).
@@ -537,6 +544,10 @@ class ProximalEngine(GroupNormEngine):
         fresh_hyper = self.hyper.copy()
         fresh_weights = self.prox_weights.copy()
         restore_arrays(self, arrays, self._STATE_ARRAYS)
+        if self.hyper.shape == (_cf.H_GROUP_STEPS,):
+            # saved before the group_steps setting existed: its value is the parameter's (it
+            # changes how the model learns from now on, not what it predicts)
+            self.hyper = np.append(self.hyper, fresh_hyper[_cf.H_GROUP_STEPS])
         self._forget_records()
         self.n_features = int(params["n_features"])
         self.ck._resolved = bool(params["kernels_resolved"])

@@ -134,13 +134,16 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
 class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
     """Online proximal MKL regressor for river streams (dict in, number out).
 
-    Parameters mean the same as in :class:`onlinemkl.ProximalMKLRegressor`; four defaults
+    Parameters mean the same as in :class:`onlinemkl.ProximalMKLRegressor`; five defaults
     differ, for one pass over a stream: the last iterate (``average=False``), which follows
     a drifting target where the average of all iterates lags, ``lam=1e-3``, ``eta0=0.3``
     (every regression step is capped at ``1 / K(x, x)``, so a larger step stays stable on
-    wide inputs) and ``kernels=None`` meaning
+    wide inputs), ``kernels=None`` meaning
     :func:`onlinemkl.kernels.default_stream_regression_kernels` (an unnormalised quadratic
-    kernel, which learns pairwise interactions in one pass; its docstring says why).
+    kernel, which learns pairwise interactions in one pass; its docstring says why) and
+    ``group_steps='norms'``: each step is split among the kernels by their norms so far
+    (the same total step), so the kernel a stream needs learns faster than under the equal
+    split (:mod:`onlinemkl._core.group_steps`).
     ``max_features`` and ``feature_hashing`` as :class:`onlinemkl.river.OBSCUREClassifier`'s.
     Evidence: ``benchmarks/results/defaults_regression.md`` (13 offline regression streams,
     against river's regressors) and ``defaults_regression_unseen.md`` (12 streams not used
@@ -165,7 +168,7 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
                  schedule: str = "invsqrt", eta0: float = 0.3, gamma: float | str | None = None,
                  average: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  replay: int = 0, replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
-                 feature_hashing: int | None = None):
+                 feature_hashing: int | None = None, group_steps: str = "norms"):
         store_params(self, locals())
         self._attach(self._new_engine(), self._feature_map())
 
