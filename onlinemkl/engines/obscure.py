@@ -116,8 +116,8 @@ class ObscureEngine(BufferEngine):
         self.scores = np.zeros(2)
         self.krow = np.zeros((F, 0))
         self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
-        # used by stream_step; under a budget it replays stored rows and keeps none of its own
-        self.replay = ReplayMemory(replay, replay_window, seed, from_buffer=budget is not None)
+        # used by stream_step (under a budget: stored rows while the buffer has room, the reservoir once full)
+        self.replay = ReplayMemory(replay, replay_window, seed)
 
     # -- shape management (Python side, rare) -------------------------------------------
 
@@ -558,8 +558,16 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
 
     Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
     ``engine.replay.steps`` more steps on examples drawn from the reservoir of past ones, then
-    offer ``x`` to the reservoir; with a budget, on stored rows drawn from the buffer instead,
-    each step adding to its own row only (the buffer's rows go to distinct examples).
+    offer ``x`` to the reservoir.  With a budget, while the buffer has room the steps run on
+    stored rows drawn from the buffer instead, each adding to its own row only (LaSVM's
+    "reprocess": the rows go to distinct examples, and 'least_impact' keeps the rows stored
+    before the buffer fills, so repeats stored then would stay for good); once the buffer is
+    full they are drawn from the reservoir as without a budget, and a replayed update that is
+    not added to its example's row takes the row eviction frees, whose contribution is first
+    projected onto a kept row (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts
+    the kept rows' coefficients.  The proximal classifier's rule
+    (:meth:`~onlinemkl.engines.proximal.ProximalEngine.replays_now`), with the stored-row steps
+    before; measured in ``benchmarks/results/defaults_obud.md``.
     ``switch_after``: an int N switches to stage 2 after N examples (of the stream; replayed
     steps do not count); 'auto' switches once
     stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive steps without
@@ -570,9 +578,9 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     out = engine.learn(x, yi)
     mem = engine.replay
     if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0:
-        if mem.from_buffer:
+        if engine.buf.budget is not None and engine.buf.has_room(engine.n_support):
             engine.replay_stored_rows()
-        elif mem.size and engine.buf.has_room(engine.n_support):
+        elif mem.size:
             engine.replay_steps(mem.steps)
     mem.add(x, yi, out[3], engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
