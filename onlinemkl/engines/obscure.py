@@ -577,12 +577,16 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """
     out = engine.learn(x, yi)
     mem = engine.replay
+    slot = out[3]
+    stamp = engine.buf.tstamp[slot] if slot >= 0 else -1
     if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0:
         if engine.buf.budget is not None and engine.buf.has_room(engine.n_support):
             engine.replay_stored_rows()
         elif mem.size:
             engine.replay_steps(mem.steps)
-    mem.add(x, yi, out[3], engine.buf.tstamp)
+            if slot >= 0 and engine.buf.tstamp[slot] != stamp:
+                slot = -1  # a replayed step evicted x's row (a full buffer): the slot holds another example now
+    mem.add(x, yi, slot, engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
         return out
     if switch_after == "auto":
