@@ -565,12 +565,10 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     full they are drawn from the reservoir as without a budget, and a replayed update that is
     not added to its example's row takes the row eviction frees, whose contribution is first
     projected onto a kept row (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts
-    the kept rows' coefficients.  The proximal classifier's rule
-    (:meth:`~onlinemkl.engines.proximal.ProximalEngine.replays_now`), with the stored-row steps
-    before; measured in ``benchmarks/results/defaults_obud.md``.
+    the kept rows' coefficients (the proximal classifier's rule; ``defaults_obud.md``).
     ``switch_after``: an int N switches to stage 2 after N examples (of the stream; replayed
-    steps do not count); 'auto' switches once
-    stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive steps without
+    steps do not count); 'auto' switches once stage-1 updates stop, i.e. after
+    ``AUTO_SWITCH_CLEAN_RUN`` consecutive steps without
     a margin error (the streaming form of the authors' rule "stop stage 1 after an epoch
     without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
     and the mean online hinge loss of stage 1 (the running estimate of the training loss).
@@ -584,8 +582,8 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
             engine.replay_stored_rows()
         elif mem.size:
             engine.replay_steps(mem.steps)
-            if slot >= 0 and engine.buf.tstamp[slot] != stamp:
-                slot = -1  # a replayed step evicted x's row (a full buffer): the slot holds another example now
+            if slot >= 0 and engine.buf.tstamp[slot] != stamp:  # a replayed step evicted x's row
+                slot = -1
     mem.add(x, yi, slot, engine.buf.tstamp)
     if engine.stage != 1 or switch_after is None:
         return out
