@@ -259,26 +259,28 @@ def _budgeted(face, **kw):
     return (OBSCUREClassifier if face == "obscure" else ProximalMKLClassifier)(**kw)
 
 
-def test_replay_under_a_budget_adjusts_stored_rows_only():
-    """With a budget, OBSCURE's replayed steps run on stored rows and may only add to the row they
-    came from: no reservoir is kept, a replayed step never stores or evicts a row (at most one
-    eviction per example, the example's own), and the incremental norms stay equal to their
-    recomputation."""
+def test_replay_under_a_budget_stored_rows_then_the_reservoir():
+    """With a budget, OBSCURE's replayed steps run on stored rows while the buffer has room, each
+    only adding to the row it came from (a replayed step then stores and evicts nothing), and
+    on the reservoir once the buffer is full, where a replayed update may take the row an
+    eviction frees (several evictions after one example); never more rows than the budget, and
+    the incremental norms equal to their recomputation."""
     model = OBSCUREClassifier(budget=20, replay=4)
     clock, evictions = _co.I_CLOCK, _co.I_EVICTIONS
     e = model._engine
     scaler = preprocessing.StandardScaler()
-    steps, added = [], []
+    room, full = [], []
     for x, y in _phishing(400):
         scaler.learn_one(x)
-        before, ev = int(e.istate[clock]), int(e.istate[evictions])
+        n, before, ev = e.n_support, int(e.istate[clock]), int(e.istate[evictions])
         model.learn_one(scaler.transform_one(x), y)
-        steps.append(int(e.istate[clock]) - before)
-        added.append(int(e.istate[evictions]) - ev)
+        steps, added = int(e.istate[clock]) - before, int(e.istate[evictions]) - ev
+        (room if e.n_support < 20 else full).append((e.n_support - n, added, steps))
         assert e.n_support <= 20
-    assert e.replay.from_buffer and e.replay.rows.size == 0 and e.replay.seen == 400
-    assert max(steps) == 5 and steps.count(5) > 20  # replay ran, with the buffer full
-    assert max(added) == 1 and sum(added) > 50
+    assert all(grown <= 1 and added == 0 for grown, added, _ in room)  # replayed steps stored nothing
+    assert max(steps for *_, steps in room) == 5  # but replay ran before the buffer was full
+    assert max(steps for *_, steps in full) == 5 and max(added for _, added, _ in full) > 1
+    assert e.replay.size > 20 and e.replay.seen == 400
     np.testing.assert_allclose(e.recompute_theta_sq(), e.theta_sq, rtol=1e-8, atol=1e-12)
 
 
@@ -293,7 +295,7 @@ def test_the_proximal_classifier_replays_once_its_budget_is_full():
 
     model = preprocessing.StandardScaler() | _budgeted("proximal", budget=20)
     e = model["ProximalMKLClassifier"]._engine
-    assert e.replay.steps == 5 and not e.replay.from_buffer
+    assert e.replay.steps == 5
     before_full, at_full = [], []
     for x, y in _phishing(400):
         n, t = e.n_support, int(e.istate[_cf.I_T])
@@ -334,18 +336,15 @@ def test_auto_replay_steps():
     from onlinemkl.river import ProximalMKLClassifier, ProximalMKLRegressor
 
     assert OBSCUREClassifier()._engine.replay.steps == 5
-    assert not OBSCUREClassifier()._engine.replay.from_buffer
     assert OBSCUREClassifier(budget=500)._engine.replay.steps == 5
-    assert OBSCUREClassifier(budget=500)._engine.replay.from_buffer
     assert OBSCUREClassifier(budget=500, replay=2)._engine.replay.steps == 2
     assert ProximalMKLClassifier()._engine.replay.steps == 5
     # proximal MKL replays its reservoir once the buffer is full (stored-row replay merged badly)
     assert ProximalMKLClassifier(budget=100)._engine.replay.steps == 5
-    assert not ProximalMKLClassifier(budget=100, replay=2)._engine.replay.from_buffer
     assert ProximalMKLClassifier(budget=100, eviction="oldest")._engine.replay.steps == 0
     assert ProximalMKLRegressor(budget=100, replay="auto")._engine.replay.steps == 0
     clf = SkOBSCURE(budget=50).partial_fit(np.eye(3), [0, 1, 2], classes=[0, 1, 2])
-    assert clf._engine.replay.steps == 5 and clf._engine.replay.from_buffer
+    assert clf._engine.replay.steps == 5
     # a sliding window would drop the rows replay has made heavy
     assert OBSCUREClassifier(budget=500, eviction="oldest")._engine.replay.steps == 0
     assert OBSCUREClassifier(budget=500, eviction="oldest", replay=2)._engine.replay.steps == 2
@@ -366,6 +365,26 @@ def test_a_budget_of_500_costs_at_most_a_point_on_river_image_segments():
         acc[name] = preq, float(np.mean([model.predict_one(x) == y for x, y in test]))
     assert acc["budget"][0] >= acc["free"][0] - 0.01, acc
     assert acc["budget"][1] >= acc["free"][1] - 0.01, acc
+
+
+def test_obscure_replays_its_reservoir_once_a_budget_of_500_is_full():
+    """Issue 16, goal 3: ``bench_defaults``' "clf 20f/5inf/3c flip.05" (scikit-learn's
+    ``make_classification``, 3 classes, 5% flipped labels; first 1,400 examples one pass, next 600
+    held out), ``budget=500`` against none.  Measured prequential / held-out
+    (benchmarks/results/defaults_obud.md): 0.710 / 0.802 without a budget; with one 0.706 / 0.762
+    replaying the reservoir once the buffer is full, 0.698 / 0.735 replaying stored rows only."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(2000, n_features=20, n_informative=5, n_classes=3, flip_y=0.05, random_state=0)
+    data = [({f"x{j}": float(v) for j, v in enumerate(row)}, int(c)) for row, c in zip(X, y)]
+    train, test = data[:1400], data[1400:]
+    acc = {}
+    for name, kw in (("free", {}), ("budget", {"budget": 500})):
+        model = preprocessing.StandardScaler() | OBSCUREClassifier(**kw)
+        preq = _prequential(model, train)
+        acc[name] = preq, float(np.mean([model.predict_one(x) == y for x, y in test]))
+    assert acc["budget"][0] >= acc["free"][0] - 0.01, acc
+    assert acc["budget"][1] >= acc["free"][1] - 0.05, acc
 
 
 def test_a_budget_of_500_keeps_most_of_the_proximal_replay_gain_on_agrawal():
@@ -485,8 +504,8 @@ def _widened(engines, X, i):
     return np.ascontiguousarray(X[i, :d])
 
 
-# No budget: with one, OBSCURE replays its stored rows instead of the reservoir
-# (test_replay_under_a_budget_adjusts_stored_rows_only).
+# No budget: with one, OBSCURE replays its stored rows until the buffer is full
+# (test_budgeted_replay_in_one_compiled_call_takes_the_same_steps).
 @pytest.mark.parametrize("n_classes, budget, parallel", [(3, None, False), (2, None, False), (3, None, True)])
 def test_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes, budget, parallel):
     """``stream_step`` takes its replay steps in one compiled call (``ObscureEngine.replay_steps``):
@@ -590,14 +609,26 @@ def _replay_stored_rows_one_call_per_step(engine):
         engine.learn(b.S[s, :engine.n_features].copy(), label, hint)
 
 
+def _replay_steps_one_call_per_step(engine, steps):
+    """``ObscureEngine.replay_steps`` as one ``learn`` per step, each example drawn by ``sample``
+    and its row hint updated after the step (the reference of the test below, at a full buffer)."""
+    mem = engine.replay
+    for _ in range(steps):
+        row, label, j = mem.sample(engine.n_features)
+        _, _, updated, slot = engine.learn(row, label, mem.where[j])
+        if updated:
+            mem.where[j] = (slot, engine.buf.tstamp[slot])
+
+
 @pytest.mark.parametrize("n_classes, eviction, pegasos, parallel", [
     (3, "least_impact", False, False), (2, "least_impact", False, False), (3, "oldest", True, False),
     (2, "oldest", True, False), (3, "least_impact", False, True)])
 def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes, eviction, pegasos,
                                                                     parallel):
-    """Under a budget ``stream_step`` replays stored rows in one compiled call
-    (``ObscureEngine.replay_stored_rows``, ``obscure_run``'s ``REPLAY_BOUND``): the same draws
-    from the same generator, the same labels and binding hints, so the same model bit for bit
+    """Under a budget ``stream_step`` replays stored rows in one compiled call while the buffer
+    has room (``ObscureEngine.replay_stored_rows``, ``obscure_run``'s ``REPLAY_BOUND``), and its
+    reservoir once it is full (``replay_steps``, ``REPLAY`` with evictions): the same draws
+    from the same generator, the same labels and hints, so the same model bit for bit
     as one ``learn`` per step, through evictions, the stage switch and Pegasos' first shrink
     (which empties the buffer); new features arriving mid-stream included.  With a
     buffer past ``PARALLEL_MIN_ROWS`` the steps go one by one through ``learn``."""
@@ -607,17 +638,21 @@ def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, 
         monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", 20)
     engines, X, y = _twin_engines_and_stream(220, n_classes, 6, 25, eviction, pegasos, replay=4, seed=11)
     new, old = engines
-    assert new.replay.from_buffer
     old.replay_stored_rows = lambda: _replay_stored_rows_one_call_per_step(old)
-    clocks = []
+    old.replay_steps = lambda steps: _replay_steps_one_call_per_step(old, steps)
+    clocks, evicted = [], []
     for i in range(220):
         x = _widened(engines, X, i)
-        before = int(new.istate[_co.I_CLOCK])
+        before, ev = int(new.istate[_co.I_CLOCK]), int(new.istate[_co.I_EVICTIONS])
         a = stream_step(new, x, int(y[i]), 150)
         b = stream_step(old, x, int(y[i]), 150)
         assert a[1:] == b[1:] and new.buf.capacity == old.buf.capacity
         clocks.append(int(new.istate[_co.I_CLOCK]) - before)
+        evicted.append(int(new.istate[_co.I_EVICTIONS]) - ev)
     assert max(clocks) == 5 and new.istate[_co.I_EVICTIONS] > 20 and new.stage == 2  # replay, evictions, stage 2
+    assert max(evicted) > 1  # the reservoir's replay at a full buffer evicted rows
+    for name in ("rows", "labels", "where"):
+        assert np.array_equal(getattr(new.replay, name), getattr(old.replay, name)), name
     assert np.array_equal(new.istate, old.istate)
     n = new.n_support
     for u, v in ((new.theta_sq, old.theta_sq), (new.fstate, old.fstate), (new.buf.coef[:n], old.buf.coef[:n])):

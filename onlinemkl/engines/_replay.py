@@ -48,14 +48,15 @@ def check_replay(replay, replay_window, budget=None, buffer_replay=True, evictio
                  full_replay=False) -> int:
     """Validate ``replay`` ('auto' or an int >= 0) and ``replay_window`` (an int >= 1); the steps.
 
-    ``'auto'``: :data:`DEFAULT_STEPS`.  With a budget OBSCURE's replayed steps only adjust stored
-    rows (:class:`ReplayMemory`'s ``from_buffer``): a small buffer is better spent on distinct
-    examples than on the repeats a reservoir's replay would store.  The proximal classifier
-    (``full_replay=True``) replays its reservoir once its buffer is full
-    (:meth:`~onlinemkl.engines.proximal.ProximalEngine.replays_now`).  With
+    ``'auto'``: :data:`DEFAULT_STEPS`.  Under a budget, OBSCURE and the proximal classifier
+    (``full_replay=True``) replay their reservoir once the buffer is full
+    (:func:`~onlinemkl.engines.obscure.stream_step`,
+    :meth:`~onlinemkl.engines.proximal.ProximalEngine.replays_now`): a small buffer is better
+    spent on distinct examples than on the repeats a reservoir's replay would store while it
+    has room; before that, OBSCURE's replayed steps adjust stored rows only.  With
     ``eviction='oldest'`` 'auto' is 0 for both (a sliding window drops the rows replay has made
     heavy), and for any other learner under a budget (``buffer_replay=False``: the proximal
-    regressor).  Measurements: ``benchmarks/results/defaults_budget.md``, ``defaults_pbudget.md``.
+    regressor).  Measurements: ``benchmarks/results/defaults_obud.md``, ``defaults_pbudget.md``.
     """
     from .._validation import check_number
 
@@ -108,21 +109,19 @@ class ReplayMemory:
     hint the learner checks before it adds a replayed update to that row instead of storing
     the example again (OBSCURE; see ``_core.obscure.obscure_step``).
 
-    ``from_buffer`` (a learner with a budget): no reservoir; the replayed examples are the
-    learner's stored rows (:meth:`stored_rows`), and a replayed step may only add to the row it
-    came from, never store or evict one (LaSVM's "reprocess" step, Bordes et al. 2005).  A
-    budget bounds the model's memory, so replay holds nothing beside it; and a replayed step
-    that evicted a row would trade a distinct example for a repeat.
+    A learner with a budget may also draw its replayed examples among its stored rows
+    (:meth:`stored_rows`; OBSCURE while its buffer has room, each step adding to the row it
+    came from: LaSVM's "reprocess" step, Bordes et al. 2005).  The reservoir is bounded by
+    ``window`` rows (and :data:`MAX_VALUES`) beside the budget's.
     """
 
     #: The arrays of the state, as dotted paths from the owning engine.
     STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters", "replay.where")
 
     def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False,
-                 from_buffer: bool = False, steps_many: int | None = None):
+                 steps_many: int | None = None):
         self.steps, self.window = int(steps), int(window)
         self.steps_many = self.steps if steps_many is None else int(steps_many)
-        self.from_buffer = bool(from_buffer)
         self.rows = np.zeros((0, 0))
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
         self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
@@ -156,7 +155,7 @@ class ReplayMemory:
 
     def stored_rows(self, n_support: int, n_classes: int = 1) -> np.ndarray:
         """:meth:`steps_for` ``n_classes`` uniform draws of a stored row among the first
-        ``n_support`` (``from_buffer``); none (and no draw) when nothing is stored."""
+        ``n_support`` (replay on stored rows); none (and no draw) when nothing is stored."""
         return self.draw(self.steps_for(n_classes), n_support) if n_support else np.zeros(0, dtype=np.int64)
 
     def add(self, x: np.ndarray, y, slot: int = -1, stamps=None) -> None:
@@ -164,7 +163,7 @@ class ReplayMemory:
         ``slot``: the support row holding it (-1: none), ``stamps`` the buffer's time stamps."""
         seen = self.seen
         self.counters[0] = seen + 1
-        if self.steps <= 0 or self.from_buffer:
+        if self.steps <= 0:
             return
         d = x.shape[0]
         cap = self.capacity(max(d, self.rows.shape[1]))
