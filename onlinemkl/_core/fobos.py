@@ -38,7 +38,7 @@ import numpy as np
 from .._config import njit
 from .buffer import close_gap, close_row_gap, put_column, put_row
 from .group_evict import choose_dense_evictee, evict_and_merge, evict_scan
-from .group_steps import group_diagonals, normalised_step, step_shares  # noqa: F401 (normalised_step: API)
+from .group_steps import group_diagonals, normalised_step, step_shares
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
 from .losses import EPSILON_INSENSITIVE, SQUARED, loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
