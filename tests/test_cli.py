@@ -90,6 +90,16 @@ def test_learner_specs_list_exactly_the_constructor_parameters():
         assert list(spec.params) == params, spec.name
 
 
+def test_learner_specs_show_the_constructor_defaults():
+    """``--help``'s default of every parameter, parsed as ``--param`` parses it, is the class's
+    own default (the regressor's help said eta0=0.2 after the default had become 0.3)."""
+    for spec in cli.LEARNERS.values():
+        sig = inspect.signature(spec.load().__init__)
+        for name, (default, _) in spec.params.items():
+            assert cli.parse_params([f"{name}={default}"], spec)[name] == sig.parameters[name].default, \
+                (spec.name, name, default)
+
+
 def test_parse_values_params_and_kernels():
     spec = cli.LEARNERS["obscure"]
     assert cli.parse_params(["budget=5", "p=1.5", "switch_after=none", "pegasos=true"], spec) == {

@@ -64,8 +64,9 @@ LEARNERS = {
                                          "a full buffer drops, its contribution first projected onto a stored row"),
             "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
             "replay": ("auto", "after a margin error, this many extra steps on past examples (0: off; "
-                               "auto: 5, or 0 with a budget and eviction oldest; with a budget, on stored "
-                               "examples, adding to their rows only)"),
+                               "auto: 5, 10 once more than three classes are known, 0 with a budget and "
+                               "eviction oldest; with a budget, on stored examples while the buffer has room, "
+                               "from the reservoir once it is full)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
             **_FEATURE_CAP, **_FEATURE_HASHING,
         },
@@ -95,11 +96,11 @@ _PROXIMAL_COMMON = {
 }
 
 
-def _proximal_params(cls_defaults: dict, head: dict) -> dict:
+def _proximal_params(cls_defaults: dict, head: dict, tail: dict | None = None) -> dict:
     out = dict(head)
     for k, (d, h) in _PROXIMAL_COMMON.items():
         out[k] = (cls_defaults[k] if d is None else d, h)
-    return {**out, **_FEATURE_CAP, **_FEATURE_HASHING}
+    return {**out, **_FEATURE_CAP, **_FEATURE_HASHING, **(tail or {})}
 
 
 LEARNERS["proximal"] = LearnerSpec(
@@ -119,11 +120,13 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
     task="regression",
     summary="online proximal MKL regression (Martins et al. 2011), targets standardised online",
     params=_proximal_params(
-        {"lam": "0.001", "eta0": "0.2", "gamma": "none", "average": "false", "replay": "0"},
+        {"lam": "0.001", "eta0": "0.3", "gamma": "none", "average": "false", "replay": "0"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("squared", "'squared' or 'epsilon_insensitive'"),
-         "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")}),
+         "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")},
+        {"group_steps": ("norms", "how a step is split among the kernels: 'norms' (a larger share to the kernels "
+                                  "with larger norms, the same total step) or 'equal'")}),
 )
 
 LEARNERS["polymkl"] = LearnerSpec(
