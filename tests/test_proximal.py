@@ -136,6 +136,9 @@ REFERENCE_CASES = [
     (R(kernels=KERNELS, explicit_groups=((0, 1),), group_steps="norms", eta0=0.5), 0, 250),
     (R(kernels=KERNELS, loss="epsilon_insensitive", regularizer="l21", lam=0.05, budget=30, group_steps="norms"),
      0, 250),
+    # the same split for the classifiers (an option there, not the default)
+    (C(kernels=KERNELS, explicit_groups=((0, 1),), group_steps="norms"), 3, 250),
+    (C(kernels=KERNELS, loss="logistic", budget=25, group_steps="norms"), 2, 200),
 ]
 
 
@@ -538,6 +541,10 @@ def test_regulariser_parameters_are_checked(param, value):
 
     with pytest.raises(ValueError, match="group_steps"):
         RiverRegressor(group_steps=None)
+    with pytest.raises(ValueError, match="group_steps"):
+        C(kernels=KERNELS, group_steps="kernel").fit(X, y)
+    with pytest.raises(ValueError, match="group_steps"):
+        RiverClassifier(group_steps="Norms")
 
 
 def test_classifier_labels_and_unfitted_errors():
@@ -584,6 +591,7 @@ PERSIST_PARAMS = [
     (R, dict(budget=40, eviction="least_impact", explicit_groups=(None,))),
     (R, dict(loss="epsilon_insensitive", average=False)),
     (R, dict(group_steps="norms", explicit_groups=((0, 1),), average=False)),
+    (C, dict(group_steps="norms", budget=40)),
 ]
 
 

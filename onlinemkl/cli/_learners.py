@@ -112,7 +112,9 @@ LEARNERS["proximal"] = LearnerSpec(
         {"lam": "1e-4", "eta0": "1.0", "gamma": "auto", "average": "false", "replay": "auto"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
-         "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")}),
+         "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")},
+        {"group_steps": ("equal", "how a step is split among the kernels: 'equal' or 'norms' (a larger share to "
+                                  "the kernels with larger norms, the same total step)")}),
 )
 LEARNERS["proximal-regressor"] = LearnerSpec(
     name="proximal-regressor",
