@@ -259,19 +259,18 @@ def combine_scores(g, sigma, n_out, scores):
 
 
 @njit
-def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge, shares=None):
-    """Store the query ``q`` with class vector ``u`` in ``slot``: ``theta_k += eta * sum_c u_c phi_k(x, c)``.
+def implicit_insert(slot, q, u, steps, stamp, buf, params, st, g_x, merge):
+    """Store the query ``q`` with class vector ``u`` in ``slot``: ``theta_k += steps[k] sum_c u_c phi_k(x, c)``.
 
     Group norms follow eq. (17): ``||theta_k + r_k v||^2 = ||theta_k||^2 + 2 r_k theta_k.v
-    + r_k^2 ||u||^2 K_k(x, x)`` in raw units (``r_k = eta / sigma_k``), with
+    + r_k^2 ||u||^2 K_k(x, x)`` in raw units (``r_k = steps[k] / sigma_k``), with
     ``theta_k.v = sum_c u_c g_x[k, c]`` from the raw scores of ``x``.  ``u`` has one entry per
     output in use; ``stamp`` is the row's time stamp.  Writes row ``slot`` of ``buf``
     (:class:`ProxRows`) and ``st.theta_sq`` (:class:`GroupState`).  ``merge``: row ``slot``
     already holds ``x`` with class vector ``u`` (a replayed example, see :func:`fobos_learn`):
     its coefficients grow by ``r_k`` instead, after its share of the averaged model so far is
     folded in (as :func:`fold_implicit_group` does), so the averaged model stays exact.
-    ``shares``: group ``k``'s step is ``eta * shares[k]`` (:mod:`~onlinemkl._core.group_steps`;
-    None: ``eta`` for every group).
+    ``steps``: each group's step size (``eta`` times its share, :mod:`~onlinemkl._core.group_steps`).
     """
     x, xsq, xdiag = q
     coef, beta = buf.coef, buf.beta
@@ -290,7 +289,7 @@ def implicit_insert(slot, q, u, eta, stamp, buf, params, st, g_x, merge, shares=
         for c in range(beta.shape[1]):
             beta[slot, c] = u[c] if c < n_out else 0.0
     for k in range(F):
-        r = (eta if shares is None else eta * shares[k]) / sigma[k]
+        r = steps[k] / sigma[k]
         tu = 0.0
         for c in range(n_out):
             tu += u[c] * g_x[k, c]
@@ -480,15 +479,17 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     lam = hyper[H_LAM]
     loss_code = int(hyper[H_LOSS])
     regression = loss_code == SQUARED or loss_code == EPSILON_INSENSITIVE
-    shares = np.ones(P)  # each group's multiplier of eta (group_steps)
+    steps = np.ones(P)  # each group's multiplier of eta (group_steps), then its step size
     if regression or hyper[H_GROUP_STEPS] != 0:
         kdiag = np.empty(P)
         group_diagonals(x, xdiag, params, xgranges, xgptr, kdiag)
-        step_shares(int(hyper[H_GROUP_STEPS]), theta_sq, sigma, kdiag, shares)
+        step_shares(int(hyper[H_GROUP_STEPS]), theta_sq, sigma, kdiag, steps)
         if regression:
-            eta = normalised_step(eta, kdiag, shares)
+            eta = normalised_step(eta, kdiag, steps)
+    for k in range(P):
+        steps[k] *= eta
 
-    # 3. gradient step on the loss only: theta_k += eta shares_k u, u = -sum_c dl_c phi_k(x, c).
+    # 3. gradient step on the loss only: theta_k += steps_k u, u = -sum_c dl_c phi_k(x, c).
     u = np.empty(n_out)
     usq = 0.0
     for c in range(n_out):
@@ -509,11 +510,11 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1
-        implicit_insert(slot, q, u, eta, t, buf, params, st, g, merged, shares)
+        implicit_insert(slot, q, u, steps, t, buf, params, st, g, merged)
         # explicit groups: W_e[:, c] += r_e u_c x_e (same norm update, K = ||x_e||^2)
         for e in range(E):
             k = F + e
-            r = eta * shares[k] / sigma[k]
+            r = steps[k] / sigma[k]
             tu = 0.0
             for c in range(n_out):
                 tu += u[c] * g[k, c]

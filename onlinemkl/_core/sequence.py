@@ -200,6 +200,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
     t = istate[I_T] + 1
     istate[I_T] = t
     eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
+    steps = np.full(F, eta)  # every kernel group the same step (implicit_insert's per-group steps)
 
     gpos, xsqs, xdiags, U, T, S0, S1 = model_scores(xs, buf, n, spec, sigma, Traw, S0raw, S1raw, Y)
 
@@ -296,7 +297,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
             n += 1
             istate[I_N] = n
         istate[I_CLOCK] += 1
-        implicit_insert(slot, Query(xs[i], xsqs[i], xdiags[i]), u[i], eta, istate[I_CLOCK], buf, params, st,
+        implicit_insert(slot, Query(xs[i], xsqs[i], xdiags[i]), u[i], steps, istate[I_CLOCK], buf, params, st,
                         gpos[i], False)
         for j in range(i + 1, L):
             kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
