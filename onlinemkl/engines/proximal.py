@@ -369,9 +369,13 @@ class ProximalEngine(GroupNormEngine):
         when it can (the ``merge`` hint of :func:`~onlinemkl._core.fobos.fobos_learn`)."""
         out = self.learn(x, label)
         mem = self.replay
+        slot = out[3]
+        stamp = self.buf.tstamp[slot] if slot >= 0 else -1
         if mem.steps > 0 and mem.size and out[0] > 0.0 and self.replays_now():
             self.replay_steps(mem.steps)
-        mem.add(x, label, out[3], self.buf.tstamp)
+            if slot >= 0 and self.buf.tstamp[slot] != stamp:  # a replayed step evicted x's row
+                slot = -1
+        mem.add(x, label, slot, self.buf.tstamp)
         return out
 
     def replays_now(self) -> bool:
