@@ -557,9 +557,10 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     """One streaming step: learn ``x``, replay after a margin error, then the stage switch.
 
     Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
-    ``engine.replay.steps`` more steps (``steps_many`` once more than three classes are
-    known: :meth:`~onlinemkl.engines._replay.ReplayMemory.steps_for`) on examples drawn from the reservoir of past ones, then
-    offer ``x`` to the reservoir.  With a budget, while the buffer has room the steps run on
+    ``engine.replay.steps`` more steps (``steps_many`` once more than three classes are known:
+    :meth:`~onlinemkl.engines._replay.ReplayMemory.steps_for`) on examples drawn from the
+    reservoir of past ones, then offer ``x`` to the reservoir.  With a budget, while the buffer
+    has room the steps run on
     stored rows drawn from the buffer instead, each adding to its own row only (LaSVM's
     "reprocess": the rows go to distinct examples, and 'least_impact' keeps the rows stored
     before the buffer fills, so repeats stored then would stay for good); once the buffer is
