@@ -100,6 +100,7 @@ class NaiveFobos:
         self.W = np.zeros((self.E, n_features, n_out))
         self.Wavg = np.zeros_like(self.W)
         self.t = 0
+        self.n_projected = 0  # competing updates projected onto a row (``learn``'s ``compete``)
 
     # -- model quantities ----------------------------------------------------------------
 
@@ -160,17 +161,50 @@ class NaiveFobos:
                 m *= kd.sum() / (m @ kd)
         return m
 
+    def _impacts(self):
+        """``||Delta theta||^2`` of every stored row: the size of its contribution."""
+        diag = np.array([[kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels] for x in self.X])
+        return (self.coef ** 2 * diag).sum(axis=1) * (self.beta ** 2).sum(axis=1)
+
     def _evictee(self):
         if self.policy == "oldest":
             return int(np.argmin(self.stamp))
-        diag = np.array([[kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels] for x in self.X])
-        impact = (self.coef ** 2 * diag).sum(axis=1) * (self.beta ** 2).sum(axis=1)
-        return int(np.argmin(impact))
+        return int(np.argmin(self._impacts()))
+
+    def _update_loses(self, x, u, steps):
+        """A competing update (``compete``): smaller than every stored row under 'least_impact'."""
+        if self.policy == "oldest":
+            return False
+        size = float((steps ** 2 * self.group_diagonals(x)[:self.F]).sum() * (u @ u))
+        return size < self._impacts().min()
+
+    def _project_update(self, x, u, steps):
+        """The update ``steps_k u (x) phi_k(x)`` onto the stored row with a class vector parallel to
+        ``u`` that captures most of it (the orthogonal projection per group); the rest is dropped."""
+        kxj = np.array([kernel_matrix(ker, x[None], self.X)[0] for ker in self.kernels])  # (F, n)
+        kjj = np.array([[kernel_matrix(ker, s[None], s[None])[0, 0] for ker in self.kernels] for s in self.X])
+        best, partner = 0.0, -1
+        for j in range(self.X.shape[0]):
+            bj = self.beta[j]
+            uj, jj, uu = u @ bj, bj @ bj, u @ u
+            if jj == 0 or uj == 0 or uj * uj < (1 - 1e-12) * uu * jj:
+                continue
+            ok = kjj[j] > 0
+            gain = float(np.sum((steps[ok] * kxj[ok, j]) ** 2 / kjj[j, ok]))
+            if gain > best:
+                best, partner = gain, j
+        if partner >= 0:
+            j = partner
+            rho = (u @ self.beta[j]) / (self.beta[j] @ self.beta[j])
+            self.coef[j] += np.where(kjj[j] > 0, rho * kxj[:, j] * steps / np.where(kjj[j] > 0, kjj[j], 1.0), 0.0)
+        self.n_projected += 1
 
     # -- one step ----------------------------------------------------------------------
 
-    def learn(self, x, y_cls=0, y_val=0.0):
-        """One step of Algorithm 1; returns ``(loss, updated)``."""
+    def learn(self, x, y_cls=0, y_val=0.0, compete=False):
+        """One step of Algorithm 1; returns ``(loss, updated)``.  ``compete`` (a replayed step): at a
+        full budget the update competes with the stored rows for eviction; if it is the least, it
+        is projected onto a stored row (:meth:`_project_update`) and nothing is evicted."""
         x = np.asarray(x, float)
         s = self.scores(x)
         loss, dl = naive_loss(self.loss, s, y_cls, y_val, self.epsilon)
@@ -184,7 +218,10 @@ class NaiveFobos:
         u = -dl
         updated = bool(np.any(u != 0)) and eta > 0
         if updated:
-            if self.budget and self.X.shape[0] >= self.budget:
+            full = self.budget and self.X.shape[0] >= self.budget
+            if full and compete and self._update_loses(x, u, eta * m[:self.F]):
+                self._project_update(x, u, eta * m[:self.F])
+            elif full:
                 i = self._evictee()
                 self.X[i], self.beta[i], self.coef[i], self.avg[i], self.stamp[i] = x, u, eta * m[:self.F], 0.0, self.t
             else:

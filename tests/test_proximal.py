@@ -286,6 +286,39 @@ def test_current_and_averaged_models_match_recomputation_after_many_evictions(ev
     assert _close(eng.scores_many(Xt, average=True), [ref.scores(x, average=True) for x in Xt])
 
 
+@pytest.mark.parametrize("n_classes, loss", [(2, "hinge"), (3, "hinge"), (3, "logistic")])
+def test_a_competing_update_that_is_the_least_is_projected_onto_a_row(n_classes, loss):
+    """Replayed steps' rule (``EVICT_LEAST_IMPACT_COMPETING``): at a full budget the update competes
+    with the stored rows, and when it is the least it is projected onto the row with a parallel
+    class vector that keeps most of it instead of evicting a row.  Every other step competes,
+    with a budget of 12: row by row the current and averaged coefficients, the group norms (also
+    against their recomputation) and the scores equal the plain-numpy reference's, and the
+    projection happened (a late step is smaller than the stored rows)."""
+    est = C(kernels=KERNELS, loss=loss, regularizer="elastic_net", sigma=2.0, lam=0.05, budget=12,
+            eviction="least_impact", average=True, explicit_groups=((0, 1),))
+    X, y = _stream(400, n_classes, False, seed=12)
+    eng, ref = _engine_and_reference(est, n_classes, False)
+    F, n_projected = eng.n_kernels, 0
+    for i in range(400):
+        compete = i % 2 == 1
+        eng._ensure_rows(eng.n_support + 1)
+        buf, spec, xg, st, scratch = eng._records or eng._build_records()
+        _, _, updated, slot = _cf.fobos_learn(X[i], int(y[i]), 0.0, buf, spec, xg, st, scratch,
+                                              np.full(2, -1, dtype=np.int64), eng._eviction(replay=compete))
+        n_projected += updated and slot < 0
+        assert ref.learn(X[i], int(y[i]), 0.0, compete=compete)[1] == updated, f"step {i}"
+        assert eng.n_support <= 12
+        if i % 40 == 39:
+            n = eng.n_support
+            assert _close(eng.buf.coef[:n] * eng.sigma[:F], ref.coef), f"step {i}"
+            assert _close(_averaged_coefficients(eng), ref.avg / ref.t), f"step {i}"
+            assert _close(eng.group_norms(), ref.norms()), f"step {i}"
+            assert _close(eng.theta_sq, eng.recompute_theta_sq()), f"step {i}"
+    assert n_projected == ref.n_projected >= 10, (n_projected, ref.n_projected)
+    Xt = np.random.default_rng(4).normal(size=(5, D))
+    assert _close(eng.scores_many(Xt, average=True), [ref.scores(x, average=True) for x in Xt])
+
+
 def _digits_halves():
     from sklearn.datasets import load_digits
 

@@ -275,7 +275,7 @@ def test_block_kernels_symmetric_equals_general():
 def test_proximal_block_accumulation_equals_the_plain_sum(F, C, m):
     """accumulate_per_kernel (weighted values x transposed beta, a dot product per pair) against the
     plain sum, every kernel and output, beta with zeros (as the multiclass hinge's rows)."""
-    from onlinemkl._core import fobos as cf
+    from onlinemkl._core import scores as cf
 
     rng = np.random.default_rng(100 * F + 10 * C + m)
     n, i0 = m + 40, 17

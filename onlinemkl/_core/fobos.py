@@ -37,12 +37,13 @@ import numpy as np
 
 from .._config import njit
 from .buffer import close_gap, close_row_gap, put_column, put_row
-from .group_evict import choose_dense_evictee, evict_and_merge, evict_scan
+from .group_evict import (EVICT_LEAST_IMPACT_COMPETING, choose_dense_evictee, evict_and_merge, evict_scan,
+                          project_update, row_impact, update_impact)
 from .group_steps import group_diagonals, normalised_step, step_shares
-from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block, prepare_query
+from .kernels import block_work, effective_diag, kernel_row_block, prepare_query
 from .losses import EPSILON_INSENSITIVE, SQUARED, loss_and_derivative
 from .prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
-from .scores import accumulate_per_kernel
+from .scores import dense_kernel_scores
 from .state import KernelSpec, Query, Rows
 
 # hyper (read-only settings)
@@ -154,29 +155,6 @@ class EvictionPasses(NamedTuple):
     kej: np.ndarray
     kxe: np.ndarray
     kxj: np.ndarray
-
-
-@njit
-def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
-    """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass.
-
-    The buffer is read in blocks of :data:`ROW_BLOCK` rows, as OBSCURE's fused pass
-    (:func:`onlinemkl._core.scores.kernel_scores`): every kernel's values on a block
-    (:func:`kernel_row_block`), then the block's sums (:func:`accumulate_per_kernel`: a dot
-    product for every (kernel, output) pair).  Every pass that scores against the buffer goes
-    through this function, so they all sum alike.
-    """
-    F = spec.codes.shape[0]
-    for k in range(F):
-        for c in range(n_out):
-            g[k, c] = 0.0
-    work = block_work(spec.gptr.shape[0] - 1)
-    kv = np.empty((F, ROW_BLOCK))
-    bt = np.empty((n_out, ROW_BLOCK))
-    for i0 in range(0, n, ROW_BLOCK):
-        m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv)
-        accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)
 
 
 @njit
@@ -434,7 +412,10 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     to it instead of storing ``x`` again.  ``slot``: the row stored or added to (-1: no update).
     ``eviction``: the eviction policy code of a learner with a budget, or None for one without:
     then the eviction code (more passes over the buffer and a projection) is pruned from this
-    variant at compile time, so that a learner never compiles what it cannot run.
+    variant at compile time, so that a learner never compiles what it cannot run.  Under
+    :data:`~onlinemkl._core.group_evict.EVICT_LEAST_IMPACT_COMPETING` (replayed steps) the update
+    competes with the stored rows: if it is the least, it is projected onto a row
+    (:func:`~onlinemkl._core.group_evict.project_update`), nothing is evicted and ``slot`` is -1.
 
     ``y_cls`` is the output index (multiclass), +-1 (binary); ``y_val`` the
     regression target.  The model is ``buf`` (:class:`ProxRows`), ``spec``
@@ -506,11 +487,17 @@ def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
             slot = merge[0]
         elif eviction is not None and budget > 0 and n >= budget:
             slot = choose_dense_evictee(eviction, n, tstamp, coef, beta, n_out, sdiag, params, sigma)
-            evict_projected(slot, q, n, buf, spec, st, n_out, g)
+            if eviction == EVICT_LEAST_IMPACT_COMPETING and update_impact(u, steps, xdiag, params) < row_impact(
+                    slot, coef, beta, n_out, sdiag, params, sigma):  # the update itself is the least
+                project_update(q, u, steps, n, buf, spec, st, n_out)
+                slot = -1
+            else:
+                evict_projected(slot, q, n, buf, spec, st, n_out, g)
             istate[I_EVICTIONS] += 1
         else:
             istate[I_N] = n + 1
-        implicit_insert(slot, q, u, steps, t, buf, params, st, g, merged)
+        if slot >= 0:
+            implicit_insert(slot, q, u, steps, t, buf, params, st, g, merged)
         # explicit groups: W_e[:, c] += r_e u_c x_e (same norm update, K = ||x_e||^2)
         for e in range(E):
             k = F + e

@@ -37,7 +37,7 @@ def fobos_replay(order, X, labels, buf, spec, xg, st, scratch, merge, eviction):
         _, _, updated, slot = fobos_learn(X[i], y_cls[t], y_val[t], buf, spec, xg, st, scratch, hint, eviction)
         if updated:
             n_updates += 1
-            if hints:
+            if hints and slot >= 0:  # (-1: projected onto a row, the hint still holds or names none)
                 merge[2 * i] = slot
                 merge[2 * i + 1] = buf[5][slot]  # the time stamp of the row (ProxRows.tstamp)
     return n_updates

@@ -3,9 +3,12 @@
 When the budget is full, a stored example leaves the model: chosen by :func:`choose_dense_evictee`,
 its share of the norms and scores taken out (:func:`evict_norms`, :func:`add_row_to_scores`), or
 projected onto a partner row with a parallel class vector (:func:`evict_scan` finds it,
-:func:`evict_and_merge` moves the contribution).  The steps in :mod:`onlinemkl._core.fobos` and
+:func:`evict_and_merge` moves the contribution).  A replayed step's update competes with the
+stored rows (:data:`EVICT_LEAST_IMPACT_COMPETING`): when it is the least it is the one projected
+(:func:`project_update`) and no row leaves.  The steps in :mod:`onlinemkl._core.fobos` and
 :mod:`onlinemkl._core.sequence` run the kernel passes these need themselves and hand over the
-values, so the functions here are arithmetic, except the one scan over the buffer.
+values, so the functions here are arithmetic, except the scans over the buffer (:func:`evict_scan`,
+:func:`project_update`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ import numpy as np
 from .._config import njit
 from .buffer import EVICT_OLDEST
 from .kernels import ROW_BLOCK, block_work, effective_diag, kernel_row_block
-from .state import Query
+from .scores import dense_kernel_scores
+from .state import Query, Rows
+
+#: 'least_impact', with the incoming update competing for eviction: the proximal classifier's
+#: replayed steps (:func:`~onlinemkl._core.fobos.fobos_learn`, :func:`project_update`).
+EVICT_LEAST_IMPACT_COMPETING = 2
 
 
 @njit
@@ -35,7 +43,7 @@ def evict_norms(e, ge, theta_sq, coef, beta, n_out, sdiag, params):
     """Take stored example ``e`` out of every implicit group's norm (its slot is then reused).
 
     ``||theta_k - c_ek v_e||^2 = ||theta_k||^2 - 2 c_ek theta_k.v_e + c_ek^2 ||beta_e||^2 K_k(x_e, x_e)``,
-    with ``ge`` the raw scores of ``x_e`` (:func:`~onlinemkl._core.fobos.dense_kernel_scores`: a second pass over the
+    with ``ge`` the raw scores of ``x_e`` (:func:`~onlinemkl._core.scores.dense_kernel_scores`: a second pass over the
     buffer, run by the caller).
     """
     F = coef.shape[1]
@@ -53,24 +61,42 @@ def evict_norms(e, ge, theta_sq, coef, beta, n_out, sdiag, params):
 
 
 @njit
+def row_impact(i, coef, beta, n_out, sdiag, params, sigma):
+    """``||Delta theta||^2 = sum_k (sigma_k coef_ik)^2 ||beta_i||^2 K_k(x_i, x_i)``: stored row ``i``'s size."""
+    bsq = 0.0
+    for c in range(n_out):
+        bsq += beta[i, c] * beta[i, c]
+    val = 0.0
+    for k in range(coef.shape[1]):
+        a = sigma[k] * coef[i, k]
+        val += a * a * bsq * effective_diag(sdiag[k, i], params[k, 3])
+    return val
+
+
+@njit
+def update_impact(u, steps, xdiag, params):
+    """The same size for an update ``steps_k u (x) phi_k(x)`` not stored yet (``xdiag[k] = K_k(x, x)``)."""
+    usq = 0.0
+    for c in range(u.shape[0]):
+        usq += u[c] * u[c]
+    val = 0.0
+    for k in range(xdiag.shape[0]):
+        val += steps[k] * steps[k] * usq * effective_diag(xdiag[k], params[k, 3])
+    return val
+
+
+@njit
 def choose_dense_evictee(policy, n, tstamp, coef, beta, n_out, sdiag, params, sigma):
-    """Oldest, or least ``||Delta theta||^2 = sum_k (sigma_k coef_ik)^2 ||beta_i||^2 K_k(x_i, x_i)``."""
+    """Oldest, or least ``||Delta theta||^2`` (:func:`row_impact`)."""
     best = 0
     if policy == EVICT_OLDEST:
         for i in range(1, n):
             if tstamp[i] < tstamp[best]:
                 best = i
         return best
-    F = coef.shape[1]
     best_val = np.inf
     for i in range(n):
-        bsq = 0.0
-        for c in range(n_out):
-            bsq += beta[i, c] * beta[i, c]
-        val = 0.0
-        for k in range(F):
-            a = sigma[k] * coef[i, k]
-            val += a * a * bsq * effective_diag(sdiag[k, i], params[k, 3])
+        val = row_impact(i, coef, beta, n_out, sdiag, params, sigma)
         if val < best_val:
             best_val = val
             best = i
@@ -78,18 +104,24 @@ def choose_dense_evictee(policy, n, tstamp, coef, beta, n_out, sdiag, params, si
 
 
 @njit
+def parallel_vectors(a, b, n_out):
+    """``(rho, ||b||^2)`` if ``a = rho * b`` (first ``n_out`` entries parallel), else ``(0, 0)``."""
+    aa = 0.0
+    bb = 0.0
+    ab = 0.0
+    for c in range(n_out):
+        aa += a[c] * a[c]
+        bb += b[c] * b[c]
+        ab += a[c] * b[c]
+    if bb == 0.0 or ab == 0.0 or ab * ab < (1.0 - 1e-12) * aa * bb:
+        return 0.0, 0.0
+    return ab / bb, bb
+
+
+@njit
 def parallel_classes(beta, e, j, n_out):
     """``(rho, ||beta_j||^2)`` if ``beta[e] = rho * beta[j]`` (class vectors parallel), else ``(0, 0)``."""
-    ee = 0.0
-    jj = 0.0
-    ej = 0.0
-    for c in range(n_out):
-        ee += beta[e, c] * beta[e, c]
-        jj += beta[j, c] * beta[j, c]
-        ej += beta[e, c] * beta[j, c]
-    if jj == 0.0 or ej == 0.0 or ej * ej < (1.0 - 1e-12) * ee * jj:
-        return 0.0, 0.0
-    return ej / jj, jj
+    return parallel_vectors(beta[e], beta[j], n_out)
 
 
 @njit
@@ -161,7 +193,7 @@ def evict_and_merge(e, j, passes, buf, params, st, n_out, g):
     incoming ``x`` (row ``e`` removed, row ``j`` changed), from what the caller's kernel passes
     computed first, ``passes`` (:class:`EvictionPasses`): ``ge``/``gj`` the raw scores of
     ``x_e``/``x_j`` and ``kej[k] = K_k(x_e, x_j)`` (:func:`evict_scan`,
-    :func:`~onlinemkl._core.fobos.dense_kernel_scores`), ``kxe[k, 0]``/``kxj[k, 0]`` the kernel values of ``x`` against
+    :func:`~onlinemkl._core.scores.dense_kernel_scores`), ``kxe[k, 0]``/``kxj[k, 0]`` the kernel values of ``x`` against
     rows ``e``/``j``.  Row ``e`` itself is left for the caller to overwrite.  ``buf``
     (:class:`~onlinemkl._core.fobos.ProxRows`) and ``st`` (:class:`~onlinemkl._core.fobos.GroupState`: ``theta_sq``, ``sigma_cum``) are
     updated in place; ``params`` are the kernels' parameter rows.
@@ -208,3 +240,70 @@ def evict_and_merge(e, j, passes, buf, params, st, n_out, g):
         v = d * kxj[k, 0]
         for c in range(n_out):
             g[k, c] += v * beta[j, c]
+
+
+@njit
+def project_update(q, u, steps, n, buf, spec, st, n_out):
+    """An update that lost the competition for a row (:data:`EVICT_LEAST_IMPACT_COMPETING`):
+    ``steps_k u (x) phi_k(x)`` is projected, group by group, onto the stored row ``j`` whose
+    class vector is parallel to ``u`` and which captures the most of it (as
+    :func:`evict_and_merge` projects an evicted row: ``coef_jk += rho steps_k K_k(x, x_j) /
+    (sigma_k K_k(x_j, x_j))``); the residual is dropped.  Without such a row nothing is kept.
+
+    Budgeted SGD's merging (Wang et al. 2012) with the incoming update among the candidates:
+    a small (late, replayed) update adjusts a kept row instead of evicting one.  Two passes
+    over the buffer: the kernel values of ``x`` (the partner), then the raw scores of ``x_j``
+    (its norm update, eq. 17 style).  The averaged model folds row ``j``'s running average
+    first, as :func:`~onlinemkl._core.fobos.implicit_insert` does for a merge.  ``q`` is the
+    query of ``x``; ``buf`` (:class:`~onlinemkl._core.fobos.ProxRows`), ``spec`` and ``st``
+    (:class:`~onlinemkl._core.fobos.GroupState`) as the step holds them, updated in place.
+    Returns ``j`` (-1: none).
+    """
+    F = spec.codes.shape[0]
+    params = spec.params
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
+    coef, beta, sdiag = buf.coef, buf.beta, buf.sdiag
+    theta_sq, sigma, sigma_cum = st.theta_sq, st.sigma, st.sigma_cum
+    work = block_work(spec.gptr.shape[0] - 1)
+    kv = np.empty((F, ROW_BLOCK))
+    kxj = np.zeros(F)
+    best = -1
+    best_gain = 0.0
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
+        for t in range(m):
+            i = i0 + t
+            rho, jj = parallel_vectors(u, beta[i], n_out)
+            if jj == 0.0:
+                continue
+            gain = 0.0
+            for k in range(F):
+                kii = effective_diag(sdiag[k, i], params[k, 3])
+                if kii > 0.0:
+                    a = steps[k] * kv[k, t]
+                    gain += a * a / kii
+            if gain > best_gain:
+                best_gain = gain
+                best = i
+                for k in range(F):
+                    kxj[k] = kv[k, t]
+    j = best
+    if j < 0:
+        return -1
+    rho, bsq_j = parallel_vectors(u, beta[j], n_out)
+    gj = np.empty((F, n_out))
+    qj = Query(buf.S[j, :].copy(), buf.ssq[j, :].copy(), sdiag[:, j].copy())
+    dense_kernel_scores(qj, rows, n, spec, coef, beta, n_out, gj)
+    for k in range(F):
+        kjj = effective_diag(sdiag[k, j], params[k, 3])
+        d = rho * kxj[k] * steps[k] / (kjj * sigma[k]) if kjj > 0.0 else 0.0
+        tu_j = 0.0
+        for c in range(n_out):
+            tu_j += beta[j, c] * gj[k, c]
+        v = theta_sq[k] + 2.0 * d * tu_j + d * d * bsq_j * kjj
+        theta_sq[k] = v if v > 0.0 else 0.0
+        buf.avg_acc[j, k] += coef[j, k] * (sigma_cum[k] - buf.avg_base[j, k])
+        buf.avg_base[j, k] = sigma_cum[k]
+        coef[j, k] += d
+    return j

@@ -13,7 +13,7 @@ Two weightings:
   negative class): ``w_i(j, c) = coef[i, 0] ([ypos_i = c] - [yneg_i = c])``;
   :func:`kernel_scores`, :func:`accumulate_block`;
 * proximal MKL (a coefficient per row and kernel, times a per-row output vector ``beta``):
-  ``w_i(j, c) = coef[i, j] beta[i, c]``; :func:`accumulate_per_kernel`.
+  ``w_i(j, c) = coef[i, j] beta[i, c]``; :func:`dense_kernel_scores`, :func:`accumulate_per_kernel`.
 """
 
 from __future__ import annotations
@@ -279,3 +279,27 @@ def accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g):
     for k in range(F):
         for c in range(n_out):
             g[k, c] += dot_at(kv[k], bt[c], m)
+
+
+@njit
+def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
+    """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass.
+
+    The proximal learners' pass (:mod:`onlinemkl._core.fobos`, its evictions in
+    :mod:`onlinemkl._core.group_evict`).  The buffer is read in blocks of :data:`ROW_BLOCK`
+    rows, as OBSCURE's fused pass (:func:`kernel_scores`): every kernel's values on a block
+    (:func:`kernel_row_block`), then the block's sums (:func:`accumulate_per_kernel`: a dot
+    product for every (kernel, output) pair).  Every pass that scores against the buffer goes
+    through this function, so they all sum alike.
+    """
+    F = spec.codes.shape[0]
+    for k in range(F):
+        for c in range(n_out):
+            g[k, c] = 0.0
+    work = block_work(spec.gptr.shape[0] - 1)
+    kv = np.empty((F, ROW_BLOCK))
+    bt = np.empty((n_out, ROW_BLOCK))
+    for i0 in range(0, n, ROW_BLOCK):
+        m = min(ROW_BLOCK, n - i0)
+        kernel_row_block(q, rows, i0, m, spec, work, kv)
+        accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)

@@ -384,15 +384,13 @@ class ProximalEngine(GroupNormEngine):
         A classifier under a budget replays only once its buffer is full.  With 'least_impact'
         eviction and a decreasing step size, the newest rows hold the smallest coefficients, so
         the rows stored before the buffer fills stay in it; replay while it has room spent them
-        on repeats (on a many-class stream one example is stored again for every rival class it
-        is replayed against), and a tight budget then kept few distinct examples.  At a full
-        buffer a replayed update takes the row that eviction frees, and its contribution is
-        projected onto a stored row at the next eviction
-        (:func:`~onlinemkl._core.group_evict.evict_and_merge`): replay then adjusts the kept
-        rows rather than replacing them.  A regressor replays while its buffer has room, as
-        before (its repeats never share a row; not measured otherwise).
-        Under ``eviction='oldest'`` replay is off unless asked for (``replay=k``: the same rule).
-        Measurements: ``benchmarks/results/defaults_pbudget.md``."""
+        on repeats, and a tight budget then kept few distinct examples.  At a full buffer a
+        replayed update competes with the stored rows for eviction (:meth:`_eviction`): the
+        least of them all goes, projected onto a row with a parallel class vector, so replay
+        adjusts the kept rows rather than replacing them.  A regressor replays while its buffer
+        has room (its repeats never share a row).  Under ``eviction='oldest'`` replay is off
+        unless asked for (``replay=k``: the same rule).  Measurements:
+        ``benchmarks/results/defaults_pbudget.md``, ``defaults_pb2.md``."""
         if self.buf.budget is None:
             return True
         room = self.buf.has_room(self.n_support)
@@ -412,7 +410,7 @@ class ProximalEngine(GroupNormEngine):
             y_cls, y_val = labels[order], np.zeros(steps)
         self._ensure_rows(self.n_support + steps)
         buf, spec, xg, st, scratch = self._records or self._build_records()
-        _cr.fobos_replay(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction())
+        _cr.fobos_replay(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction(True))
 
     def _step(self, x, y_cls, y_val, merge=NO_MERGE):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:
@@ -423,10 +421,13 @@ class ProximalEngine(GroupNormEngine):
         buf, spec, xg, st, scratch = self._records or self._build_records()
         return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, self._eviction())
 
-    def _eviction(self):
+    def _eviction(self, replay=False):
         """The eviction policy code the compiled step takes; None without a budget (that variant
-        is compiled without the eviction code)."""
-        return int(self.hyper[_cf.H_POLICY]) if self.hyper[_cf.H_BUDGET] > 0 else None
+        is compiled without the eviction code).  ``replay``: a classifier's replayed update competes
+        for a row under 'least_impact' (:data:`~onlinemkl._core.group_evict.EVICT_LEAST_IMPACT_COMPETING`)."""
+        ev = int(self.hyper[_cf.H_POLICY]) if self.hyper[_cf.H_BUDGET] > 0 else None
+        compete = replay and not self.regression and ev == EVICTION["least_impact"]
+        return _cf.EVICT_LEAST_IMPACT_COMPETING if compete else ev
 
     def target_scale(self):
         """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
