@@ -125,6 +125,23 @@ def parallel_classes(beta, e, j, n_out):
 
 
 @njit
+def partner_gain(v, w, kv, t, i, beta, n_out, sdiag, params):
+    """How much of ``sum_k w_k v (x) phi_k(x)`` stored row ``i`` would keep if it were projected
+    onto it: ``sum_k (w_k K_k(x, x_i))^2 / K_k(x_i, x_i)`` with ``kv[k, t] = K_k(x, x_i)``; 0 when
+    the row's class vector is not parallel to ``v``.  The partner search of an eviction
+    (:func:`evict_scan`) and of a projected update (:func:`project_update`)."""
+    if parallel_vectors(v, beta[i], n_out)[1] == 0.0:
+        return 0.0
+    gain = 0.0
+    for k in range(kv.shape[0]):  # the implicit groups (``w`` may go on with explicit ones)
+        kii = effective_diag(sdiag[k, i], params[k, 3])
+        if kii > 0.0:
+            a = w[k] * kv[k, t]
+            gain += a * a / kii
+    return gain
+
+
+@njit
 def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
     """One pass over the buffer for stored example ``e`` (about to be evicted).
 
@@ -145,6 +162,9 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
     # then the scalar bookkeeping row by row, in order.
     work = block_work(G)
     kv = np.empty((F, ROW_BLOCK))
+    w = np.empty(F)  # the evictee's weight in each group
+    for k in range(F):
+        w[k] = sigma[k] * coef[e, k]
     best = -1
     best_gain = 0.0
     for i0 in range(0, n, ROW_BLOCK):
@@ -159,15 +179,7 @@ def evict_scan(e, n, rows, spec, coef, beta, n_out, sigma, ge, kej):
                         ge[k, c] += kv[k, t] * coef[i, k] * b
             if i == e:
                 continue
-            rho, jj = parallel_classes(beta, e, i, n_out)
-            if jj == 0.0:
-                continue
-            gain = 0.0
-            for k in range(F):
-                kii = effective_diag(sdiag[k, i], params[k, 3])
-                if kii > 0.0:
-                    a = sigma[k] * coef[e, k] * kv[k, t]
-                    gain += a * a / kii
+            gain = partner_gain(beta[e], w, kv, t, i, beta, n_out, sdiag, params)
             if gain > best_gain:
                 best_gain = gain
                 best = i
@@ -274,15 +286,7 @@ def project_update(q, u, steps, n, buf, spec, st, n_out):
         kernel_row_block(q, rows, i0, m, spec, work, kv)
         for t in range(m):
             i = i0 + t
-            rho, jj = parallel_vectors(u, beta[i], n_out)
-            if jj == 0.0:
-                continue
-            gain = 0.0
-            for k in range(F):
-                kii = effective_diag(sdiag[k, i], params[k, 3])
-                if kii > 0.0:
-                    a = steps[k] * kv[k, t]
-                    gain += a * a / kii
+            gain = partner_gain(u, steps, kv, t, i, beta, n_out, sdiag, params)
             if gain > best_gain:
                 best_gain = gain
                 best = i
