@@ -107,9 +107,9 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
         logistic for more.
     group_steps : {'equal', 'norms'}, default 'equal'
         How a gradient step is split among the groups, as :class:`ProximalMKLRegressor`'s.
-        One pass with 'norms' (``benchmarks/results/defaults_proximal_norms.md``, 20 sets):
-        held-out 0.990x a batch SVC against 0.987x, but under ``budget=500`` 0.975x against
-        0.977x, so it is not the default.""" + _FLAT_BUDGET_DOC + """
+        The river classifier's one pass defaults to 'norms'
+        (``benchmarks/results/defaults_proximal_norms.md``); ``fit``'s epochs were not
+        measured with it, so 'equal' stays here.""" + _FLAT_BUDGET_DOC + """
     Examples
     --------
     >>> from sklearn.datasets import load_iris

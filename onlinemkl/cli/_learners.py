@@ -113,8 +113,8 @@ LEARNERS["proximal"] = LearnerSpec(
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")},
-        {"group_steps": ("equal", "how a step is split among the kernels: 'equal' or 'norms' (a larger share to "
-                                  "the kernels with larger norms, the same total step)")}),
+        {"group_steps": ("norms", "how a step is split among the kernels: 'norms' (a larger share to the kernels "
+                                  "with larger norms, the same total step) or 'equal'")}),
 )
 LEARNERS["proximal-regressor"] = LearnerSpec(
     name="proximal-regressor",

@@ -35,10 +35,11 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     stream (0 turns it off); under a budget, once the buffer is full (see
     :class:`onlinemkl.ProximalMKLClassifier`).  ``max_features`` and
     ``feature_hashing``: as :class:`onlinemkl.river.OBSCUREClassifier`'s (a cap on new feature
-    names, or names hashed into fixed columns).  ``group_steps``: 'equal' (the default) or 'norms'
-    (each step split among the kernels by their norms, the regressor's default): one pass with
-    'norms' reached 0.990x a batch SVC's held-out accuracy against 0.987x over 20 offline sets,
-    but 0.975x against 0.977x under ``budget=500`` (``benchmarks/results/defaults_proximal_norms.md``).
+    names, or names hashed into fixed columns).  ``group_steps='norms'`` (the regressor's default
+    too): each step is split among the kernels by their norms so far, the same total step.  One
+    pass over 20 offline sets reached 0.990x a batch SVC's held-out accuracy against 0.987x with
+    'equal', and 0.976x against 0.975x under ``budget=500``
+    (``benchmarks/results/defaults_proximal_norms.md``).
 
     Examples
     --------
@@ -56,7 +57,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  eta0: float = 1.0, gamma: float | str | None = "auto", average: bool = False,
                  budget: int | None = None, eviction: str = "least_impact", replay: int | str = "auto",
                  replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
-                 feature_hashing: int | None = None, group_steps: str = "equal"):
+                 feature_hashing: int | None = None, group_steps: str = "norms"):
         store_params(self, locals())
         self._attach(self._new_engine(), self._feature_map(), LabelMap())
 
