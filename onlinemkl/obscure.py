@@ -81,6 +81,8 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         Stage 2 with ``s_t = 0``: the paper's Pegasos-MKL baseline.
     budget : int or None, default None
         Maximum stored examples (None: unbounded; memory grows with the number of updates).
+        With replay on, a reservoir of up to ``replay_window`` past examples is kept beside
+        them (``replay=0``: none).
     eviction : {'least_impact', 'oldest'}, default 'least_impact'
         Which stored example a full buffer drops: the one whose removal changes the
         predictor least (the newest of those tied), or the oldest (a sliding window, for

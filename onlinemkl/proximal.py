@@ -82,7 +82,8 @@ _COMMON_DOC = """
 _FLAT_BUDGET_DOC = _COMMON_DOC.replace("""    budget : int or None; eviction : {'oldest', 'least_impact'}
         As in OBSCURE.
 """, """    budget : int or None
-        Maximum number of stored examples (None: unbounded).
+        Maximum number of stored examples (None: unbounded).  With replay on, a reservoir of
+        up to ``replay_window`` past examples is kept beside them (``replay=0``: none).
     eviction : {'least_impact', 'oldest'}, default 'least_impact'
         What a full buffer drops: the stored example with the smallest contribution
         ``||Delta theta||^2``, or the oldest (a sliding window, for drifting streams).

@@ -56,7 +56,9 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     pegasos
         Stage 2 with ``s_t = 0`` (Pegasos-MKL).
     budget
-        Maximum stored examples; None for unbounded.
+        Maximum stored examples; None for unbounded.  With replay on (the default), a
+        reservoir of up to ``replay_window`` past examples is kept beside them (``replay=0``:
+        none).
     eviction
         'least_impact' or 'oldest' (a sliding window, for drifting streams): as
         :class:`onlinemkl.OBSCUREClassifier`'s.
