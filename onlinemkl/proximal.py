@@ -14,7 +14,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from ._sync import ModelLock
 from ._validation import store_params
 from .engines._replay import DEFAULT_WINDOW
-from .engines.proximal import classifier_engine, regressor_engine
+from .engines.proximal_setup import classifier_engine, regressor_engine
 from .sklearn import EngineClassifier, EngineEstimator, check_labels
 
 __all__ = ["ProximalMKLClassifier", "ProximalMKLRegressor"]

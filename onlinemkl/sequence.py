@@ -13,7 +13,7 @@ import numpy as np
 
 from ._validation import check_choice, check_number, check_rows, store_params
 from .engine import recorded_kernels
-from .engines.proximal import settings
+from .engines.proximal_setup import settings
 from .engines.sequence import LOSSES, SequenceEngine
 from .features import MAX_FEATURES, FeatureMap, LabelMap, check_feature_cap
 from .kernels import restoring_kernels

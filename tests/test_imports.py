@@ -76,7 +76,8 @@ def test_river_adapters_import_neither_sklearn_nor_other_learners(name):
     loaded = eval(out)
     assert not [m for m in loaded if m.startswith("sklearn")]
     engines = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("onlinemkl.engines.")}
-    own_helpers = {"_polyactive"} if own == "polymkl" else set()  # the polymkl engine's active-set solver
+    # the polymkl engine's active-set solver; the proximal engines' construction from the parameters
+    own_helpers = {"polymkl": {"_polyactive"}, "proximal": {"proximal_setup"}}.get(own, set())
     assert engines <= {own, "_window", "_replay"} | own_helpers, engines  # the shared helpers, and its own engine
     adapters = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("onlinemkl.river._")}
     assert adapters <= {"_base", "_" + own, "_minibatch"}, adapters

@@ -10,7 +10,8 @@ should stay in the primal).
 
 The faces are :class:`onlinemkl.ProximalMKLClassifier`,
 :class:`onlinemkl.ProximalMKLRegressor` and their river adapters; the
-parameters they share are validated here (:func:`settings`), once.
+parameters they share are validated once, by :mod:`onlinemkl.engines.proximal_setup`,
+which builds this engine from them.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ import numpy as np
 
 from .._buffer import EVICTION, SupportBuffer
 from .._lazy import lazy_module
-from .._validation import check_choice, check_number
 from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
-from ..kernels import Linear, default_regression_kernels, kernels_in_use
-from ._replay import NO_MERGE, ReplayMemory, check_replay, replay_seed
+from ..kernels import Linear
+from ._replay import FEW_CLASSES, NO_MERGE, ReplayMemory
 
 _cf = lazy_module("fobos")
 _cr = lazy_module("fobos_replay")
@@ -34,7 +34,7 @@ _cp = lazy_module("prox")
 _cg = lazy_module("group_steps")
 
 __all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
-           "REGRESSION_LOSSES", "GROUP_STEPS", "settings", "classifier_engine", "regressor_engine"]
+           "REGRESSION_LOSSES", "GROUP_STEPS", "plain"]
 
 #: The row hints of a replay that passes none (regression: a residual is never added to a row).
 _NO_HINTS = np.zeros(0, dtype=np.int64)
@@ -66,105 +66,6 @@ def plain(*records):
     (``ProxRows(*buf)``), so the code inside still reads fields by name.
     """
     return tuple(tuple(r) for r in records)
-
-
-def check_explicit_groups(groups):
-    if groups is None:
-        return ()
-    if not isinstance(groups, (tuple, list)):
-        raise TypeError(f"explicit_groups={groups!r}: expected a tuple of feature groups, e.g. ((0, 1), None)")
-    return tuple(Linear(group=g).group for g in groups)
-
-
-def settings(p, regression, loss_at_zero, n_extra_groups=0):
-    """Validated settings shared by every proximal learner (flat and structured).
-
-    ``p`` is the face (any object with the parameters as attributes);
-    ``regression`` picks the default kernels, unless the face names its own
-    (a ``_default_kernels`` function, as the river regressor does); a model loaded from a file
-    keeps the kernels it was saved with (:func:`onlinemkl.kernels.kernels_in_use`); ``loss_at_zero`` is the loss at
-    ``theta = 0`` for ``gamma='auto'`` (None: no projection).
-
-    ``n_extra_groups`` counts groups the learner adds itself (the sequence
-    labeller's transition group) for ``group_weights``.
-    """
-    default = getattr(p, "_default_kernels", None) or (default_regression_kernels if regression else None)
-    kernels = kernels_in_use(p, default)
-    explicit = check_explicit_groups(getattr(p, "explicit_groups", None))
-    P = len(kernels) + len(explicit) + n_extra_groups
-    check_choice("regularizer", p.regularizer, tuple(REGULARIZERS))
-    lam = check_number("lam", p.lam, low=0.0)
-    check_choice("schedule", p.schedule, tuple(SCHEDULES))
-    eta0 = check_number("eta0", p.eta0, low=0.0, low_open=True)
-    check_number("budget", p.budget, low=1, integer=True, allow_none=True)
-    check_choice("eviction", p.eviction, tuple(EVICTION))
-    check_number("n_epochs", getattr(p, "n_epochs", 1), low=1, integer=True)
-    reg = p.regularizer
-    if reg == "nonsparse":
-        param = check_number("q", p.q, low=1.0, high=2.0, low_open=True)
-    elif reg == "elastic_net":
-        param = check_number("sigma", p.sigma, low=0.0)
-    elif reg == "sparse_group_lasso":
-        param = check_number("l1_ratio", p.l1_ratio, low=0.0)
-    else:
-        param = 0.0
-    weights = None
-    if p.group_weights is not None:
-        weights = np.asarray(p.group_weights, dtype=float)
-        if weights.shape != (P,) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
-            raise ValueError(
-                f"group_weights must hold {P} finite positive numbers (one per kernel, then one per "
-                f"explicit group or transition group); got {p.group_weights!r}"
-            )
-    # Strong convexity of lam * R (for the 1/(sigma t) schedule) and the appendix-E radius.
-    modulus = {"sq_l21": lam, "weighted_sq_l1": lam * float(np.min(weights)) ** 2 if weights is not None else lam,
-               "elastic_net": lam * param,
-               # 0.5 sum ||theta_k||^q is lam-strongly convex only at q = 2 (the plain squared l2 norm)
-               "nonsparse": lam if float(p.q) == 2.0 else 0.0}.get(reg, 0.0)
-    if p.schedule == "strongly_convex" and modulus <= 0:
-        raise ValueError(
-            f"schedule='strongly_convex' needs a strongly convex regulariser (sq_l21, weighted_sq_l1, or "
-            f"elastic_net with sigma > 0) and lam > 0; regularizer={reg!r}, lam={lam}"
-        )
-    if p.gamma == "auto":
-        gamma = math.sqrt(2.0 * loss_at_zero / modulus) if (modulus > 0 and loss_at_zero is not None) else 0.0
-    elif p.gamma is None:
-        gamma = 0.0
-    else:
-        gamma = check_number("gamma", p.gamma, low=0.0, low_open=True, hint=" (or 'auto', or None)")
-    return dict(kernels=kernels, explicit=explicit, prox=REGULARIZERS[reg], lam=lam, param=param,
-                weights=weights, schedule=SCHEDULES[p.schedule], eta0=eta0, modulus=modulus, gamma=gamma)
-
-
-def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
-    """The engine of face ``p`` (validated by :func:`settings`) for ``n_outputs`` outputs."""
-    st = settings(p, regression, loss_at_zero)
-    steps = check_replay(p.replay, p.replay_window, p.budget, buffer_replay=False, eviction=p.eviction,
-                         full_replay=not regression)
-    group_steps = getattr(p, "group_steps", "equal")
-    check_choice("group_steps", group_steps, tuple(GROUP_STEPS))
-    return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
-                          st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
-                          p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
-                          average=bool(p.average), replay=steps, replay_window=p.replay_window,
-                          seed=replay_seed(getattr(p, "random_state", None)), group_steps=GROUP_STEPS[group_steps])
-
-
-def classifier_engine(p, n_classes: int):
-    """A classifier's engine: binary hinge/logistic for 2 classes, Crammer-Singer/multinomial for more."""
-    check_choice("loss", p.loss, CLASSIFICATION_LOSSES)
-    if n_classes == 2:
-        code = _cl.HINGE if p.loss == "hinge" else _cl.LOGISTIC
-        return make_engine(p, 1, code, 1.0 if p.loss == "hinge" else math.log(2.0))
-    code = _cl.MULTICLASS_HINGE if p.loss == "hinge" else _cl.MULTINOMIAL
-    return make_engine(p, n_classes, code, 1.0 if p.loss == "hinge" else math.log(n_classes))
-
-
-def regressor_engine(p):
-    """A regressor's engine (squared or epsilon-insensitive loss on standardised targets)."""
-    check_choice("loss", p.loss, tuple(REGRESSION_LOSSES))
-    check_number("epsilon", p.epsilon, low=0.0)
-    return make_engine(p, 1, REGRESSION_LOSSES[p.loss], None, regression=True)
 
 
 class GroupNormEngine(BufferEngine):
@@ -280,8 +181,9 @@ class ProximalEngine(GroupNormEngine):
 
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
                  schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False,
-                 replay=0, replay_window=1000, seed=0, group_steps=0):
+                 replay=0, replay_window=1000, seed=0, group_steps=0, eta0_many=None):
         self._remember_init(locals())
+        self._eta0 = (eta0, eta0 if eta0_many is None else eta0_many)  # up to / past FEW_CLASSES classes
         self.regression = loss_code in REGRESSION_LOSSES.values()
         self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression)
         self.average = bool(average)
@@ -294,6 +196,7 @@ class ProximalEngine(GroupNormEngine):
                   gamma=gamma, weights=group_weights)
         self._init_groups(st, loss_code, budget, eviction, F + E, max(n_outputs, 1))
         self.hyper[_cf.H_NOUT] = n_outputs
+        self.hyper[_cf.H_ETA0] = self.eta0_for(n_outputs)
         self.hyper[_cf.H_EPSILON] = epsilon
         self.hyper[_cf.H_GROUP_STEPS] = group_steps
         self.W = np.zeros((E, 1, max(n_outputs, 1)))
@@ -341,9 +244,15 @@ class ProximalEngine(GroupNormEngine):
                 setattr(self, name, arr)
         self._forget_records()
 
+    def eta0_for(self, n_outputs) -> float:
+        """The initial step size with ``n_outputs`` outputs (``eta0_many`` past three classes)."""
+        return self._eta0[int(n_outputs > FEW_CLASSES)]
+
     def set_n_outputs(self, n_out):
-        """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling."""
+        """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling, and
+        ``eta0`` becomes ``eta0_many`` past :data:`~onlinemkl.engines._replay.FEW_CLASSES` classes."""
         self.hyper[_cf.H_NOUT] = n_out
+        self.hyper[_cf.H_ETA0] = self.eta0_for(n_out)
         new = self._grow_outputs(n_out)
         if new is not None:
             for name in ("W", "W_avg"):
@@ -564,7 +473,7 @@ class ProximalEngine(GroupNormEngine):
     def _check_state(self, fresh_hyper, fresh_weights, strict):
         E = len(self.explicit_groups)
         need = state_rule("proximal-MKL")
-        self._check_groups_state(need, fresh_hyper, {_cf.H_NOUT}, self.ck.n_kernels + E)
+        self._check_groups_state(need, fresh_hyper, {_cf.H_NOUT, _cf.H_ETA0}, self.ck.n_kernels + E)
         need(self.ystats.shape == (3,), f"ystats has shape {self.ystats.shape}, expected (3,)")
         need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
         self.xk.check_restored(need, "xk")
@@ -574,6 +483,7 @@ class ProximalEngine(GroupNormEngine):
         need(self.n_features <= self.W.shape[1], f"{self.n_features} features in W of {self.W.shape[1]} columns")
         n_out = self.hyper[_cf.H_NOUT]
         need(n_out == int(n_out) and 0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
+        need(self.hyper[_cf.H_ETA0] == self.eta0_for(n_out), "eta0 differs from the parameters")
         self._check_groups(self.xk, need, "xk")
         self.replay.check(need, self.n_features, self._label_ok)
         if strict:

@@ -7,7 +7,7 @@ from river import base
 
 from .._validation import store_params
 from ..engines._replay import DEFAULT_WINDOW
-from ..engines.proximal import classifier_engine, regressor_engine
+from ..engines.proximal_setup import classifier_engine, regressor_engine
 from ..features import MAX_FEATURES, LabelMap
 from ..kernels import default_stream_regression_kernels
 from ._base import EngineAdapter, check_regression_target, softmax_dict
@@ -40,6 +40,9 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     pass over 20 offline sets reached 0.990x a batch SVC's held-out accuracy against 0.987x with
     'equal', and 0.976x against 0.975x under ``budget=500``
     (``benchmarks/results/defaults_proximal_norms.md``).
+    ``eta0='auto'``: 1.0 while at most three classes are known, 2.0 past them (a multiclass step
+    moves two classes' weights; :func:`onlinemkl.engines.proximal_setup.check_eta0`); a number is
+    used for any number of classes.
 
     Examples
     --------
@@ -54,7 +57,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     def __init__(self, kernels: tuple | None = None, explicit_groups: tuple | None = None, loss: str = "hinge",
                  regularizer: str = "sq_l21", lam: float = 1e-4, q: float = 1.5, sigma: float = 1.0,
                  l1_ratio: float = 1.0, group_weights: tuple | None = None, schedule: str = "invsqrt",
-                 eta0: float = 1.0, gamma: float | str | None = "auto", average: bool = False,
+                 eta0: float | str = "auto", gamma: float | str | None = "auto", average: bool = False,
                  budget: int | None = None, eviction: str = "least_impact", replay: int | str = "auto",
                  replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
                  feature_hashing: int | None = None, group_steps: str = "norms"):
