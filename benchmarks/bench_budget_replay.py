@@ -1,9 +1,11 @@
 """OBSCURE's replay under a budget: one compiled call per replay against one ``learn`` per step.
 
-With ``budget=k`` OBSCURE replays stored rows after each margin error while its buffer has room
-(``replay='auto'``: 5 steps, each adding to its own row or nothing; once the buffer is full it
-replays its reservoir, which ``replay s`` and ``replay calls`` do not count, ``replayed steps``
-does).  This benchmark runs
+With ``budget=k`` and more than two classes OBSCURE replays stored rows after each margin error
+while its buffer has room (``replay='auto'``: 5 steps, each adding to its own row or nothing;
+once the buffer is full it replays its reservoir, which ``replay s`` and ``replay calls`` do not
+count, ``replayed steps`` does).  With two classes it replays its reservoir from the start (since
+``defaults_obud2.md``), so on Phishing both variants now take the same steps through the same
+code; ``budget_replay_speed.md`` was measured before that.  This benchmark runs
 ``StandardScaler() | OBSCUREClassifier(budget=500)``, one prequential pass
 (``predict_one`` then ``learn_one``) over each stream, with the replay taken two ways in the
 same process:

@@ -95,9 +95,9 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         ``partial_fit``: after a margin error, this many extra steps on past examples drawn
         from a reservoir of ``replay_window`` of them (0: off; ``fit`` runs epochs instead);
         'auto': 5, 10 with more than three classes (0 with a budget and ``eviction='oldest'``).
-        With a budget, while the buffer has room, on stored examples instead, each step adding to its own stored row or
-        to nothing (no row spent on a repeat); once it is full, from the reservoir, an update
-        taking the row eviction frees.
+        With a budget and more than two classes, while the buffer has room, on stored examples instead, each step
+        adding to its own stored row or to nothing (no row spent on a repeat); once it is full, from the reservoir, an
+        update taking the row eviction frees.
     replay_window : int >= 1, default 1000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     random_state : int or None, default None

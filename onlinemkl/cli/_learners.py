@@ -65,7 +65,8 @@ LEARNERS = {
             "loss": ("multiclass_hinge", "'multiclass_hinge', or 'hinge' (binary, True/False labels)"),
             "replay": ("auto", "after a margin error, this many extra steps on past examples (0: off; "
                                "auto: 5, 10 once more than three classes are known, 0 with a budget and "
-                               "eviction oldest; with a budget, on stored examples while the buffer has room, "
+                               "eviction oldest; with a budget and more than two classes, on stored examples "
+                               "while the buffer has room, "
                                "from the reservoir once it is full)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
             **_FEATURE_CAP, **_FEATURE_HASHING,

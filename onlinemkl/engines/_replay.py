@@ -53,7 +53,9 @@ def check_replay(replay, replay_window, budget=None, buffer_replay=True, evictio
     (:func:`~onlinemkl.engines.obscure.stream_step`,
     :meth:`~onlinemkl.engines.proximal.ProximalEngine.replays_now`): a small buffer is better
     spent on distinct examples than on the repeats a reservoir's replay would store while it
-    has room; before that, OBSCURE's replayed steps adjust stored rows only.  With
+    has room; before that, OBSCURE's replayed steps adjust stored rows only, with more than two
+    classes (with two, a replayed example always adds to its own row: no repeats, so OBSCURE
+    replays its reservoir from the start, ``defaults_obud2.md``).  With
     ``eviction='oldest'`` 'auto' is 0 for both (a sliding window drops the rows replay has made
     heavy), and for any other learner under a budget (``buffer_replay=False``: the proximal
     regressor).  Measurements: ``benchmarks/results/defaults_obud.md``, ``defaults_pbudget.md``.
@@ -110,8 +112,9 @@ class ReplayMemory:
     the example again (OBSCURE; see ``_core.obscure.obscure_step``).
 
     A learner with a budget may also draw its replayed examples among its stored rows
-    (:meth:`stored_rows`; OBSCURE while its buffer has room, each step adding to the row it
-    came from: LaSVM's "reprocess" step, Bordes et al. 2005).  The reservoir is bounded by
+    (:meth:`stored_rows`; OBSCURE with more than two classes while its buffer has room, each
+    step adding to the row it came from: LaSVM's "reprocess" step, Bordes et al. 2005).  The
+    reservoir is bounded by
     ``window`` rows (and :data:`MAX_VALUES`) beside the budget's.
     """
 

@@ -116,7 +116,7 @@ class ObscureEngine(BufferEngine):
         self.scores = np.zeros(2)
         self.krow = np.zeros((F, 0))
         self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
-        # used by stream_step (under a budget: stored rows while the buffer has room, the reservoir once full)
+        # used by stream_step (under a budget, > 2 classes: stored rows while the buffer has room)
         self.replay = ReplayMemory(replay, replay_window, seed, steps_many=replay_many)
 
     # -- shape management (Python side, rare) -------------------------------------------
@@ -559,20 +559,20 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     Replay (:mod:`onlinemkl.engines._replay`): if the step made a margin error, take
     ``engine.replay.steps`` more steps (``steps_many`` once more than three classes are known:
     :meth:`~onlinemkl.engines._replay.ReplayMemory.steps_for`) on examples drawn from the
-    reservoir of past ones, then offer ``x`` to the reservoir.  With a budget, while the buffer
-    has room the steps run on
-    stored rows drawn from the buffer instead, each adding to its own row only (LaSVM's
-    "reprocess": the rows go to distinct examples, and 'least_impact' keeps the rows stored
-    before the buffer fills, so repeats stored then would stay for good); once the buffer is
-    full they are drawn from the reservoir as without a budget, and a replayed update that is
-    not added to its example's row takes the row eviction frees, whose contribution is first
-    projected onto a kept row (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts
-    the kept rows' coefficients (the proximal classifier's rule; ``defaults_obud.md``).
-    ``switch_after``: an int N switches to stage 2 after N examples (of the stream; replayed
-    steps do not count); 'auto' switches once stage-1 updates stop, i.e. after
-    ``AUTO_SWITCH_CLEAN_RUN`` consecutive steps without
-    a margin error (the streaming form of the authors' rule "stop stage 1 after an epoch
-    without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
+    reservoir of past ones, then offer ``x`` to the reservoir.  With a budget and more than two
+    classes, while the buffer has room, the steps run on stored rows drawn from the buffer, each
+    adding to its own row only (LaSVM's "reprocess": the reservoir's replay would store examples
+    again for other rival classes, and 'least_impact' keeps the rows stored before the buffer
+    fills, so those repeats would stay); with two classes a replayed example always adds to its
+    row, so until the buffer is full replay is the unbudgeted one (``defaults_obud2.md``).  Once
+    it is full the steps are drawn from the reservoir, and a replayed update not added to its
+    example's row takes the row eviction frees, its contribution first projected onto a kept row
+    (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts the kept rows'
+    coefficients (the proximal classifier's rule; ``defaults_obud.md``).  ``switch_after``: an
+    int N switches to stage 2 after N examples (of the stream; replayed steps do not count);
+    'auto' switches once stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive
+    steps without a margin error (the streaming form of the authors' rule "stop stage 1 after an
+    epoch without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
     and the mean online hinge loss of stage 1 (the running estimate of the training loss).
     """
     out = engine.learn(x, yi)
@@ -580,7 +580,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     slot = out[3]
     stamp = engine.buf.tstamp[slot] if slot >= 0 else -1
     if mem.steps > 0 and engine.istate[_co.I_CLEAN_RUN] == 0:
-        if engine.buf.budget is not None and engine.buf.has_room(engine.n_support):
+        if engine.n_outputs > 2 and engine.buf.budget is not None and engine.buf.has_room(engine.n_support):
             engine.replay_stored_rows()
         elif mem.size:
             engine.replay_steps(mem.steps_for(engine.n_outputs))

@@ -65,10 +65,10 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     replay
         After a margin error, this many extra steps on past examples drawn from a
         reservoir of ``replay_window`` of them (0: off; 'auto': 5, 10 once more than three
-        classes have been seen, and 0 with a budget and ``eviction='oldest'``).  With a budget, while the buffer has room, on stored
-        examples instead, each step adding to its own stored row or to nothing (no row spent
-        on a repeat); once it is full, from the reservoir, an update taking the row eviction
-        frees.  What one pass gains from it and what it costs:
+        classes have been seen, and 0 with a budget and ``eviction='oldest'``).  With a budget and more than two
+        classes, while the buffer has room, on stored examples instead, each step adding to its own stored row or
+        to nothing (no row spent on a repeat); once it is full, from the reservoir, an update taking the row
+        eviction frees.  What one pass gains from it and what it costs:
         ``benchmarks/results/defaults.md``, ``benchmarks/results/defaults_obud.md``.
     replay_window
         Past examples kept for replay (a uniform sample of the stream; fewer when rows are
