@@ -52,7 +52,9 @@ _COMMON_DOC = """
     group_weights : sequence of float or None  (regularizer='weighted_sq_l1')
     schedule : {'invsqrt', 'constant', 'strongly_convex'}, default 'invsqrt'
         ``eta0/sqrt(t)``, ``eta0``, or ``1/(modulus t)`` for a strongly convex regulariser (Prop. 5).
-    eta0 : float > 0, default 1.0
+    eta0 : float > 0 or 'auto', default 1.0
+        The initial step size.  'auto' (classifiers; the river classifier's default): 1.0 with up
+        to three classes, 2.0 with more (a multiclass step moves two classes' weights).
     gamma : float, 'auto' or None, default 'auto'
         Radius of the projection ball; 'auto' is appendix E's ``sqrt(2 L(0) / modulus)``
         where the regulariser is strongly convex (otherwise no projection).
