@@ -32,6 +32,16 @@ What is measured
     normalisation are resolved exactly as the learners resolve them.  Held-out accuracy.
     (b) is what the default kernel set can do with uniform weights and a full batch solver.
 
+    ``fit`` (several epochs, for the record beside the one pass): scikit-learn's
+    ``onlinemkl.OBSCUREClassifier(random_state=0)`` and ``ProximalMKLClassifier(random_state=0)``,
+    defaults, fitted on the same standardised train arrays as the SVCs; held-out accuracy, and
+    over the mean-kernel SVC's (``obscure_fit_vs_svc``).  Its time against the SVC is
+    ``bench_fit_svc.py``'s (issue 16, goal 4); here no fit is timed.
+
+    How the defaults moved: per data set, the defaults' prequential and held-out accuracy in
+    this run against ``results/defaults_start.json`` (``--start``), this benchmark's first run
+    (commit 140bcb9, the defaults when issue 16's work began: no replay).
+
     Ratios per data set and candidate: ``preq_vs_river`` = candidate prequential accuracy
     minus river best's (a difference, in accuracy points / 100); ``speed_vs_river`` =
     candidate examples/s over river best's; ``heldout_vs_svc`` = candidate held-out accuracy
@@ -295,6 +305,50 @@ def warm(make, train):
     m.predict_one(train[0][0])
 
 
+def run_fits(train, test, classes):
+    """Held-out accuracy of the scikit-learn faces' ``fit`` (defaults, ``random_state=0``) on the
+    train part's standardised arrays (the SVCs' arrays, :func:`run_svcs`)."""
+    from sklearn.preprocessing import StandardScaler
+
+    from onlinemkl import OBSCUREClassifier, ProximalMKLClassifier
+
+    keys = list(dict.fromkeys(k for x, _ in train for k in x))
+    li = {c: i for i, c in enumerate(classes)}
+    X, y = _to_arrays([x for x, _ in train], [y for _, y in train], keys, li)
+    Xt, yt = _to_arrays([x for x, _ in test], [y for _, y in test], keys, li)
+    scaler = StandardScaler().fit(X)
+    X, Xt = scaler.transform(X), scaler.transform(Xt)
+    return {name: float(np.mean(cls(random_state=0).fit(X, y).predict(Xt) == yt))
+            for name, cls in (("obscure_fit_heldout", OBSCUREClassifier),
+                              ("proximal_fit_heldout", ProximalMKLClassifier))}
+
+
+def moved_since(rows, start_path):
+    """The defaults' accuracies in ``rows`` against the same candidates and data sets in the JSON
+    report ``start_path`` (``[]`` when it is missing)."""
+    import json
+
+    path = Path(start_path)
+    if not path.exists():
+        return []
+    then = {(r["dataset"], r["candidate"]): r for r in json.loads(path.read_text())["rows"]}
+    out = []
+    for r in rows:
+        t = then.get((r["dataset"], r["candidate"]))
+        if t is None or not r["candidate"].endswith("default"):
+            continue
+        out.append({"dataset": r["dataset"], "candidate": r["candidate"], "preq_then": t["preq_acc"],
+                    "preq_now": r["preq_acc"], "preq_vs_river_then": t["preq_vs_river"],
+                    "preq_vs_river_now": r["preq_vs_river"], "heldout_then": t["heldout_acc"],
+                    "heldout_now": r["heldout_acc"], "heldout_vs_svc_then": t["heldout_vs_svc"],
+                    "heldout_vs_svc_now": r["heldout_vs_svc"]})
+    for cand in dict.fromkeys(r["candidate"] for r in out):  # a mean row per candidate
+        rs = [r for r in out if r["candidate"] == cand]
+        out.append({"dataset": f"mean of {len(rs)}", "candidate": cand,
+                    **{k: float(np.mean([r[k] for r in rs])) for k in rs[0] if k not in ("dataset", "candidate")}})
+    return out
+
+
 def run_svcs(train, test, classes):
     """Held-out accuracy of SVC() and of SVC on the mean of the default kernels' Gram matrices."""
     from sklearn.preprocessing import StandardScaler
@@ -425,7 +479,10 @@ def _worst(rs, key, pick):
 
 
 def main(argv=None):
-    args = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "classifier", "defaults").parse_args(argv)
+    ap = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "classifier", "defaults")
+    ap.add_argument("--start", default=str(Path(__file__).resolve().parent / "results" / "defaults_start.json"),
+                    help="the report the defaults are compared with (how they moved; skipped with --cap/--quick)")
+    args = ap.parse_args(argv)
     candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
 
     t_start, compile_s = start(["obscure", "proximal"])
@@ -449,10 +506,12 @@ def main(argv=None):
             svc = run_svcs(train, test, classes)
             print(f"  SVC rbf held={svc['svc_rbf_heldout']:.4f}  SVC mean-kernel held={svc['svc_meank_heldout']:.4f}",
                   flush=True)
+            fits = run_fits(train, test, classes)
             refs.append({"dataset": dname, "n_train": n_tr, "n_test": len(test), "features": n_feat,
                          "classes": len(classes), "river_best": best_label, "river_preq": best["preq_acc"],
                          "river_heldout": best["heldout_acc"], "river_ex_per_s": best["ex_per_s"],
-                         "svc_rbf_heldout": svc["svc_rbf_heldout"], "svc_meank_heldout": svc["svc_meank_heldout"]})
+                         "svc_rbf_heldout": svc["svc_rbf_heldout"], "svc_meank_heldout": svc["svc_meank_heldout"],
+                         **fits, "obscure_fit_vs_svc": fits["obscure_fit_heldout"] / svc["svc_meank_heldout"]})
 
             for label, r in run_candidates(candidates, train, test, run_online, "preq_acc", ".4f"):
                 rows.append({
@@ -488,14 +547,19 @@ def main(argv=None):
                     "`*_preq_vs_river`: accuracy difference; `*_heldout_vs_svc`: held-out accuracy / SVC (mean "
                     "kernel) held-out accuracy; `*_speed_vs_river`: examples/s / river best's examples/s.",
         tables=(summary, refs, rows, river_all), columns=columns,
-        title="Default learners vs what a user would pick instead")
+        title="Default learners vs what a user would pick instead",
+        moved=moved_since(rows, args.start) if cap is None else [])
 
 
 def write_defaults_report(doc, script, args, report, cap, total_s, compile_s, candidates, method, summary_doc,
-                          tables, columns, title):
+                          tables, columns, title, moved=()):
     """The report both defaults benchmarks write: method notes, the summary, the references per data
-    set, then one row per data set and candidate (``tables``: summary, references, rows, river's runs)."""
+    set, how the defaults moved (``moved``, rows of :func:`moved_since`; none: no section), then one
+    row per data set and candidate (``tables``: summary, references, rows, river's runs)."""
     summary, refs, rows, river_all = tables
+    moved_md = ("\n## How the defaults moved since the start of issue 16\n\nAgainst `defaults_start.json` "
+                "(this benchmark's first run, commit 140bcb9: no replay).  Its river references were "
+                "measured in that run.\n\n" + markdown_table(list(moved))) if moved else ""
     name = args.name or (f"{report}_quick" if args.quick else report)
     intro = doc.split("\n\n")[0] + "\n\n" + doc.split("\n\n")[1]
     notes = (
@@ -507,10 +571,11 @@ def write_defaults_report(doc, script, args, report, cap, total_s, compile_s, ca
         f"## Summary per candidate\n\n{summary_doc}\n\n"
         + markdown_table(summary)
         + "\n## References per data set\n\n" + markdown_table(refs)
+        + moved_md
         + "\n## Per data set and candidate\n"
     )
     write_report(name, rows, columns=columns, title=title, notes=notes,
-                 extra={"summary": summary, "references": refs, "river_all": river_all,
+                 extra={"summary": summary, "references": refs, "moved": list(moved), "river_all": river_all,
                         "candidates": list(candidates), "extra_specs": args.extra, "cap": cap,
                         "total_seconds": total_s, "warmup_seconds": compile_s})
 
