@@ -305,12 +305,10 @@ def warm(make, train):
     m.predict_one(train[0][0])
 
 
-def run_fits(train, test, classes):
-    """Held-out accuracy of the scikit-learn faces' ``fit`` (defaults, ``random_state=0``) on the
-    train part's standardised arrays (the SVCs' arrays, :func:`run_svcs`)."""
+def standardised_arrays(train, test, classes):
+    """``(X, y, Xt, yt)``: the train and held-out parts as arrays (labels as indices into
+    ``classes``), standardised with the train part's means and deviations."""
     from sklearn.preprocessing import StandardScaler
-
-    from onlinemkl import OBSCUREClassifier, ProximalMKLClassifier
 
     keys = list(dict.fromkeys(k for x, _ in train for k in x))
     li = {c: i for i, c in enumerate(classes)}
@@ -318,6 +316,15 @@ def run_fits(train, test, classes):
     Xt, yt = _to_arrays([x for x, _ in test], [y for _, y in test], keys, li)
     scaler = StandardScaler().fit(X)
     X, Xt = scaler.transform(X), scaler.transform(Xt)
+    return X, y, Xt, yt
+
+
+def run_fits(train, test, classes):
+    """Held-out accuracy of the scikit-learn faces' ``fit`` (defaults, ``random_state=0``) on the
+    arrays the SVCs get (:func:`standardised_arrays`)."""
+    from onlinemkl import OBSCUREClassifier, ProximalMKLClassifier
+
+    X, y, Xt, yt = standardised_arrays(train, test, classes)
     return {name: float(np.mean(cls(random_state=0).fit(X, y).predict(Xt) == yt))
             for name, cls in (("obscure_fit_heldout", OBSCUREClassifier),
                               ("proximal_fit_heldout", ProximalMKLClassifier))}
@@ -351,17 +358,11 @@ def moved_since(rows, start_path):
 
 def run_svcs(train, test, classes):
     """Held-out accuracy of SVC() and of SVC on the mean of the default kernels' Gram matrices."""
-    from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
     from onlinemkl.kernels import default_kernels, kernel_matrix
 
-    keys = list(dict.fromkeys(k for x, _ in train for k in x))
-    li = {c: i for i, c in enumerate(classes)}
-    X, y = _to_arrays([x for x, _ in train], [y for _, y in train], keys, li)
-    Xt, yt = _to_arrays([x for x, _ in test], [y for _, y in test], keys, li)
-    scaler = StandardScaler().fit(X)
-    X, Xt = scaler.transform(X), scaler.transform(Xt)
+    X, y, Xt, yt = standardised_arrays(train, test, classes)
     t0 = time.perf_counter()
     rbf = float(np.mean(SVC().fit(X, y).predict(Xt) == yt))
     t_rbf = time.perf_counter() - t0
