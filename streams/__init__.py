@@ -49,7 +49,7 @@ Examples
 
 from ._array import ArrayReader, iter_array
 from ._base import LineReader, Reader
-from ._csv import CSVReader, read_csv
+from ._csv import SNIFF_DELIMITERS, SNIFF_LINES, CSVReader, read_csv, sniff_delimiter
 from ._errors import StreamError, StreamWarning
 from ._jsonl import JSONLReader, read_jsonl
 from ._libsvm import LibSVMReader, read_libsvm
@@ -57,6 +57,9 @@ from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT, open_source
 
 __all__ = [
     "read_csv",
+    "sniff_delimiter",
+    "SNIFF_DELIMITERS",
+    "SNIFF_LINES",
     "read_libsvm",
     "read_jsonl",
     "iter_array",

@@ -494,3 +494,26 @@ def test_regressor_rejects_classification_metric_and_proba(capsys, data, tmp_pat
     code, _, err = run(capsys, "evaluate", data["csv"], "--target", "f3", "--target-type", "float", "--drop", "id",
                        "--drop", "label", "--learner", "proximal-regressor", "-m", "accuracy")
     assert code != 0 and "not a regression metric" in err and len(err.strip().splitlines()) == 1
+
+
+# -- the files people have: delimiters, zero-based libsvm, text columns, empty cells ---------
+
+
+def test_semicolon_csv_is_sniffed_and_a_wrong_delimiter_refused(capsys, tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_text("a;b;y\n" + "".join(f"{i % 5};{i % 3};{'p' if i % 2 else 'q'}\n" for i in range(30)))
+    code, out, err = run(capsys, "train", path, "--no-progress", "--save", tmp_path / "m.omkl")
+    assert code == 0, err
+    assert "delimiter: ';', sniffed" in err and "examples learnt  : 30" in out
+    assert load(tmp_path / "m.omkl")["StandardScaler"].counts == {"a": 30, "b": 30}
+    code, out, err = run(capsys, "predict", tmp_path / "m.omkl", path)
+    assert code == 0, err
+    assert out.split() and set(out.split()) <= {"p", "q"}
+    code, _, err = run(capsys, "train", path, "--no-progress", "--delimiter", ",")
+    assert code == 2 and "semi.csv line 1: the header is one column, 'a;b;y'" in err
+    assert "pass --delimiter ';'" in err and "delimiter=" not in err
+    tsv = tmp_path / "t.csv"
+    tsv.write_text("a\tb\ty\n1\t2\tp\n")
+    code, _, err = run(capsys, "evaluate", tsv, "--no-progress", "--delimiter", ",")
+    assert code == 2 and "pass --delimiter tab" in err
+    assert run(capsys, "evaluate", tsv, "--no-progress", "--delimiter", "tab")[0] == 0

@@ -10,6 +10,7 @@ import itertools
 import json
 import lzma
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -962,3 +963,29 @@ def test_iter_array_matches_libsvm_keys():
     svm = list(read_libsvm(io.StringIO("1 1:0.5 3:2\n")))
     arr = list(iter_array(X, [1]))
     assert {k: v for k, v in arr[0][0].items() if v} == svm[0][0]
+
+
+# -- the delimiter: sniffed with delimiter=None, a wrong one refused --------------------------
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|"])
+def test_csv_delimiter_none_sniffs_it(delimiter):
+    data = delimiter.join(["a", "b", "y"]) + "\n" + delimiter.join(["1", "2.5", "z"]) + "\n"
+    reader = read_csv(io.StringIO(data), delimiter=None)
+    assert list(reader) == [({"a": 1.0, "b": 2.5}, "z")]
+    assert reader.delimiter_used == delimiter
+
+
+def test_csv_sniffing_looks_past_the_header_and_keeps_quoted_fields():
+    data = 'a,b,y\n1,"x;y",p\n2,"u;v",q\n'
+    assert list(read_csv(io.StringIO(data), delimiter=None, categorical=["b"])) == [
+        ({"a": 1.0, "b": "x;y"}, "p"), ({"a": 2.0, "b": "u;v"}, "q")]
+    # one column: nothing to sniff, a comma
+    assert list(read_csv(io.StringIO("y\n1\n"), delimiter=None)) == [({}, "1")]
+
+
+@pytest.mark.parametrize("data, other", [("a;b;y\n1;2;0\n", "';'"), ("a\tb\ty\n1\t2\t0\n", "'\\t' (tab)")])
+def test_csv_one_column_header_holding_another_delimiter_is_refused(data, other):
+    with pytest.raises(StreamError, match="line 1: the header is one column, .* containing " + re.escape(other)
+                                          + ": the file is not delimited by ','; pass delimiter="):
+        list(read_csv(io.StringIO(data)))

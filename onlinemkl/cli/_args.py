@@ -67,6 +67,10 @@ def _add_source(p, predict=False):
                             "from the task: the text for classification, float for regression)")
     p.add_argument("--drop", metavar="COLUMN", action="append", default=None,
                    help="a csv column to ignore, e.g. an id (repeatable; default: none)")
+    p.add_argument("--delimiter", metavar="CHAR", default=None,
+                   help="the csv field separator: one character, or tab (default: sniffed among , ; tab | "
+                        "from the header and the next 20 lines, a socket's from its header; printed when it "
+                        "is not a comma)")
     p.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
                    help="seconds to wait for a tcp:// source to connect and for each line")
 

@@ -68,7 +68,7 @@ def open_run(args, model=None, meta=None):
     else:
         src = Source.from_args(args, target, task=model_task(model))
         task_note = None
-    return model, src, [target_note(args, src), task_note]
+    return model, src, [src.delimiter_note(), target_note(args, src), task_note]
 
 
 def start_run(model, args, src):

@@ -22,6 +22,9 @@ def _predict(args) -> int:
         print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
     target = _target_default(args, meta)
     src = Source.from_args(args, target, labelled=False)
+    note = src.delimiter_note()
+    if note:
+        print(f"onlinemkl predict: {note}", file=sys.stderr)
     sparse = True if src.format == "libsvm" else None  # LIBSVM leaves zeros out: absent is normal
     check = None if args.allow_feature_mismatch else FeatureCheck(model, sparse=sparse)
     classes = None  # --proba: the class order of the first line, kept for every line

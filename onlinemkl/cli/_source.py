@@ -47,7 +47,8 @@ class Source:
     or JSON-lines label key is dropped when present; libsvm labels are ignored.
     """
 
-    def __init__(self, source, fmt, target, on_error, timeout, labelled=True, drop=(), target_type="str"):
+    def __init__(self, source, fmt, target, on_error, timeout, labelled=True, drop=(), target_type="str",
+                 delimiter=None):
         import streams
 
         self.name = source
@@ -63,18 +64,22 @@ class Source:
         self._from_buffer = None  # the position of the buffered example last handed out
         self._label = _Label() if target_type == "auto" else None
         common = dict(on_error=on_error, timeout=timeout, connect_timeout=timeout)
+        self.delimiter_given = delimiter is not None
+        if delimiter is not None and self.format != "csv":
+            raise CommandError("--delimiter applies to csv sources only")
         try:
             if self.format == "csv":
                 drop = list(drop or ())
                 has_target = labelled
                 if not labelled and target is not None:
-                    if rereadable(source) and not _csv_has_column(streams, source, target):
+                    if rereadable(source) and not _csv_has_column(streams, source, target, delimiter):
                         target = None  # no label column in the file
                     else:
                         drop.append(target)
                         target = None
                 types = {"str": None, "int": int, "float": float, "auto": self._label}
                 self.reader = streams.read_csv(source, target, has_target=has_target, drop=drop,
+                                               delimiter=delimiter,
                                                target_type=types[target_type] if labelled else None, **common)
             elif self.format == "jsonl":
                 kw = {} if target is None else {"target": target}
@@ -108,7 +113,7 @@ class Source:
         if target_type is None:
             target_type = {"regression": "float", "auto": "auto"}.get(task, "str")
         src = cls(args.source, args.format, target, args.on_error, timeout, labelled=labelled, drop=args.drop,
-                   target_type=target_type)
+                  target_type=target_type, delimiter=delimiter_option(getattr(args, "delimiter", None)))
         if task in ("classification", "regression"):
             src.set_task(task)
         return src
@@ -183,6 +188,18 @@ class Source:
             return f"target: the key {self.target!r} of each line (the default; --target KEY for another)"
         return None
 
+    def delimiter_note(self):
+        """The sniffed csv delimiter when it is not a comma (else None): printed by the commands."""
+        if self.format != "csv" or self.delimiter_given:
+            return None
+        if not getattr(self.reader, "columns", None):
+            self.peek(1)  # the header
+        used = getattr(self.reader, "delimiter_used", None)
+        if used in (None, ","):
+            return None
+        shown = "tab" if used == "\t" else repr(used)
+        return f"delimiter: {shown}, sniffed from the first lines of {self.name} (--delimiter CHAR to choose another)"
+
     def resolved_target(self):
         """The label column actually used (csv: the last column when --target is not given)."""
         if self.format == "csv" and self.target is None and getattr(self.reader, "columns", None):
@@ -204,16 +221,34 @@ class Source:
         return self.reader.summary() if self.reader.n_skipped else None
 
 
-def _csv_has_column(streams, source, name) -> bool:
-    """Whether the CSV file's header (its first non-blank line) names ``name``."""
+def delimiter_option(text):
+    """``--delimiter``'s character (``tab`` or ``\\t`` for a tab), None when not given.
+
+    >>> delimiter_option(";"), delimiter_option("tab"), delimiter_option(None)
+    (';', '\\t', None)
+    """
+    if text is None:
+        return None
+    if text.lower() in ("tab", "\\t"):
+        return "\t"
+    if len(text) != 1 or text in "\"\r\n":
+        raise CommandError(f"--delimiter {text!r}: expected one character (e.g. --delimiter ';'), or tab")
+    return text
+
+
+def _csv_has_column(streams, source, name, delimiter=None) -> bool:
+    """Whether the CSV file's header (its first non-blank line) names ``name`` (``delimiter``: None
+    sniffs it as the reader does)."""
     import csv
+    import itertools
 
     lines = streams.open_source(source)
     try:
-        for _, text in lines:
-            if text.strip():
-                return name in [c.strip() for c in next(csv.reader([text]))]
-        return False
+        texts = [text for _, text in itertools.islice(lines, streams.SNIFF_LINES + 1) if text.strip()]
+        if not texts:
+            return False
+        delimiter = delimiter or streams.sniff_delimiter(texts)
+        return name in [c.strip() for c in next(csv.reader([texts[0]], delimiter=delimiter))]
     except (streams.StreamError, csv.Error):
         return True  # let the reader report the problem
     finally:
@@ -243,6 +278,10 @@ _WORDING = (
     (r"pass target= with the right key", "pass --target KEY with the right key"),
     (r"a larger connect_timeout=", "a larger --timeout"),
     (r"\(delimiter=(['\"].*?['\"])\)", r"(the delimiter is \1)"),
+    (r"pass delimiter='\\t' \(or delimiter=None to sniff it\)", "pass --delimiter tab (or leave --delimiter out to "
+                                                              "sniff it)"),
+    (r"pass delimiter=(['\"].*?['\"]) \(or delimiter=None to sniff it\)", r"pass --delimiter \1 (or leave "
+                                                                        "--delimiter out to sniff it)"),
 )
 
 
