@@ -517,3 +517,28 @@ def test_semicolon_csv_is_sniffed_and_a_wrong_delimiter_refused(capsys, tmp_path
     code, _, err = run(capsys, "evaluate", tsv, "--no-progress", "--delimiter", ",")
     assert code == 2 and "pass --delimiter tab" in err
     assert run(capsys, "evaluate", tsv, "--no-progress", "--delimiter", "tab")[0] == 0
+
+
+def test_zero_based_libsvm_is_detected_saved_with_the_model_and_flagged(capsys, tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    path = tmp_path / "sk.svm"
+    dump_svmlight_file(X, (X[:, 0] > 0).astype(int), str(path))  # features numbered from 0
+    m = tmp_path / "m.omkl"
+    code, out, err = run(capsys, "train", path, "--no-progress", "--save", m)
+    assert code == 0, err
+    assert "examples learnt  : 40" in out
+    assert sorted(load(m)["StandardScaler"].counts) == [0, 1, 2]
+    assert load_with_meta(m)[1]["extra"]["train"]["zero_based"] is True
+    # predict reads the index base the model was trained with, even from a file without an index 0
+    one = tmp_path / "few.svm"
+    one.write_text("1 1:0.5 2:0.1\n")
+    code, out, err = run(capsys, "predict", m, one, "--allow-feature-mismatch")
+    assert code == 0, err
+    code, _, err = run(capsys, "train", path, "--no-progress", "--one-based")
+    assert code == 2 and "pass --zero-based if the file numbers features from 0" in err and "zero_based=" not in err
+    assert run(capsys, "train", path, "--no-progress", "--zero-based")[0] == 0
+    code, _, err = run(capsys, "train", tmp_path / "sk.svm", "--format", "csv", "--zero-based")
+    assert code == 2 and "--zero-based applies to libsvm sources only" in err

@@ -271,7 +271,7 @@ def test_libsvm_zero_based():
                                           "zero_based=True"):
         list(read_libsvm(io.StringIO(data)))
     with pytest.raises(TypeError):
-        read_libsvm(io.StringIO(data), zero_based="auto")
+        read_libsvm(io.StringIO(data), zero_based="yes")
 
 
 @pytest.mark.parametrize("line, reason", [
@@ -989,3 +989,31 @@ def test_csv_one_column_header_holding_another_delimiter_is_refused(data, other)
     with pytest.raises(StreamError, match="line 1: the header is one column, .* containing " + re.escape(other)
                                           + ": the file is not delimited by ','; pass delimiter="):
         list(read_csv(io.StringIO(data)))
+
+
+# -- zero-based libsvm: zero_based="auto" looks ahead for an index 0 ---------------------------
+
+
+def test_libsvm_auto_detects_a_zero_based_file_like_scikit_learn(tmp_path):
+    from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+    X = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0], [0.0, 0.0, 3.0]])
+    path = tmp_path / "sk.svm"
+    dump_svmlight_file(X, np.array([1, 0, 1]), str(path))  # zero-based, as scikit-learn writes
+    reader = read_libsvm(str(path), zero_based="auto")
+    records = list(reader)
+    assert reader.index_base == 0
+    Xs, ys = load_svmlight_file(str(path), zero_based="auto")
+    assert [{k: v for k, v in enumerate(row) if v} for row in Xs.toarray()] == [x for x, _ in records]
+    one = read_libsvm(io.StringIO("1 1:2 3:4\n0 2:1\n"), zero_based="auto")
+    assert list(one) == [({0: 2.0, 2: 4.0}, 1), ({1: 1.0}, 0)] and one.index_base == 1
+
+
+def test_libsvm_auto_index_zero_after_the_look_ahead_is_a_bad_line(monkeypatch):
+    import streams._libsvm as libsvm
+
+    monkeypatch.setattr(libsvm, "AUTO_LINES", 2)
+    data = "1 1:2\n0 2:1\n1 0:5\n"
+    with pytest.raises(StreamError, match=r"line 3: feature index 0, but the first 2 lines hold none .* pass "
+                                          "zero_based=True"):
+        list(read_libsvm(io.StringIO(data), zero_based="auto"))

@@ -71,6 +71,14 @@ def _add_source(p, predict=False):
                    help="the csv field separator: one character, or tab (default: sniffed among , ; tab | "
                         "from the header and the next 20 lines, a socket's from its header; printed when it "
                         "is not a comma)")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--zero-based", dest="zero_based", action="store_const", const=True, default=None,
+                      help="libsvm feature indices start at 0 (scikit-learn's dump_svmlight_file) (default: "
+                           + ("the model's training source's, else " if predict else "")
+                           + "detected: an index 0 in the first 1000 lines means from 0, else from 1; a socket "
+                             "is read from 1)")
+    base.add_argument("--one-based", dest="zero_based", action="store_const", const=False,
+                      help="libsvm feature indices start at 1, the LIBSVM convention (default: see --zero-based)")
     p.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
                    help="seconds to wait for a tcp:// source to connect and for each line")
 

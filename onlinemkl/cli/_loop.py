@@ -66,7 +66,7 @@ def open_run(args, model=None, meta=None):
         src = Source.from_args(args, target, task="auto")
         model, task_note = new_model(args, src)
     else:
-        src = Source.from_args(args, target, task=model_task(model))
+        src = Source.from_args(args, target, task=model_task(model), meta=meta)
         task_note = None
     return model, src, [src.delimiter_note(), target_note(args, src), task_note]
 

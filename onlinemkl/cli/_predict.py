@@ -21,7 +21,7 @@ def _predict(args) -> int:
     if note:
         print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
     target = _target_default(args, meta)
-    src = Source.from_args(args, target, labelled=False)
+    src = Source.from_args(args, target, labelled=False, meta=meta)
     note = src.delimiter_note()
     if note:
         print(f"onlinemkl predict: {note}", file=sys.stderr)

@@ -48,7 +48,7 @@ class Source:
     """
 
     def __init__(self, source, fmt, target, on_error, timeout, labelled=True, drop=(), target_type="str",
-                 delimiter=None):
+                 delimiter=None, zero_based=None):
         import streams
 
         self.name = source
@@ -65,6 +65,8 @@ class Source:
         self._label = _Label() if target_type == "auto" else None
         common = dict(on_error=on_error, timeout=timeout, connect_timeout=timeout)
         self.delimiter_given = delimiter is not None
+        if zero_based is not None and self.format != "libsvm":
+            raise CommandError(f"--{'zero' if zero_based else 'one'}-based applies to libsvm sources only")
         if delimiter is not None and self.format != "csv":
             raise CommandError("--delimiter applies to csv sources only")
         try:
@@ -91,16 +93,19 @@ class Source:
             else:
                 if drop:
                     raise CommandError("--drop applies to csv sources only")
-                self.reader = streams.read_libsvm(source, **common)
+                if zero_based is None:  # a socket's lines cannot be held back to look for an index 0
+                    zero_based = False if source.startswith("tcp://") else "auto"
+                self.reader = streams.read_libsvm(source, zero_based=zero_based, **common)
         except streams.StreamError as exc:
             raise CommandError(cli_wording(str(exc))) from None
         except (TypeError, ValueError) as exc:
             raise CommandError(f"{source}: {cli_wording(str(exc))}") from None
 
     @classmethod
-    def from_args(cls, args, target, labelled=True, task=None):
-        """The source of a command's ``SOURCE``, ``--format``, ``--on-error``, ``--timeout``, ``--drop``
-        and ``--target-type`` options, with the label column ``target``.
+    def from_args(cls, args, target, labelled=True, task=None, meta=None):
+        """The source of a command's ``SOURCE``, ``--format``, ``--on-error``, ``--timeout``, ``--drop``,
+        ``--delimiter``, ``--zero-based``/``--one-based`` and ``--target-type`` options, with the label
+        column ``target``; ``meta``: the saved model's, whose libsvm index base is the default.
 
         ``task`` sets the csv label type when ``--target-type`` is not given: text for
         classification, numbers for regression; ``"auto"`` keeps the text until
@@ -112,8 +117,12 @@ class Source:
         target_type = getattr(args, "target_type", None)
         if target_type is None:
             target_type = {"regression": "float", "auto": "auto"}.get(task, "str")
+        zero_based = getattr(args, "zero_based", None)
+        if zero_based is None and _format_or_none(args.source, args.format) == "libsvm":
+            zero_based = trained_zero_based(meta)
         src = cls(args.source, args.format, target, args.on_error, timeout, labelled=labelled, drop=args.drop,
-                  target_type=target_type, delimiter=delimiter_option(getattr(args, "delimiter", None)))
+                  target_type=target_type, delimiter=delimiter_option(getattr(args, "delimiter", None)),
+                  zero_based=zero_based)
         if task in ("classification", "regression"):
             src.set_task(task)
         return src
@@ -200,6 +209,11 @@ class Source:
         shown = "tab" if used == "\t" else repr(used)
         return f"delimiter: {shown}, sniffed from the first lines of {self.name} (--delimiter CHAR to choose another)"
 
+    def zero_based(self):
+        """A libsvm source's index base once read (True: from 0), else None: saved with the model."""
+        base = getattr(self.reader, "index_base", None)
+        return None if base is None else base == 0
+
     def resolved_target(self):
         """The label column actually used (csv: the last column when --target is not given)."""
         if self.format == "csv" and self.target is None and getattr(self.reader, "columns", None):
@@ -219,6 +233,15 @@ class Source:
 
     def skipped_report(self) -> str | None:
         return self.reader.summary() if self.reader.n_skipped else None
+
+
+def trained_zero_based(meta):
+    """Whether a saved model's libsvm training source numbered features from 0 (None: not known, or
+    not libsvm); a model saved before the index base was recorded was read from 1."""
+    info = ((meta or {}).get("extra") or {}).get("train") or {}
+    if info.get("format") != "libsvm":
+        return None
+    return bool(info.get("zero_based", False))
 
 
 def delimiter_option(text):
@@ -278,6 +301,8 @@ _WORDING = (
     (r"pass target= with the right key", "pass --target KEY with the right key"),
     (r"a larger connect_timeout=", "a larger --timeout"),
     (r"\(delimiter=(['\"].*?['\"])\)", r"(the delimiter is \1)"),
+    (r"pass zero_based=True", "pass --zero-based"),
+    (r"\(zero_based='auto' read them", "(so they were read"),
     (r"pass delimiter='\\t' \(or delimiter=None to sniff it\)", "pass --delimiter tab (or leave --delimiter out to "
                                                               "sniff it)"),
     (r"pass delimiter=(['\"].*?['\"]) \(or delimiter=None to sniff it\)", r"pass --delimiter \1 (or leave "
