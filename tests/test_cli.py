@@ -4,6 +4,7 @@ import argparse
 import inspect
 import io
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -542,3 +543,21 @@ def test_zero_based_libsvm_is_detected_saved_with_the_model_and_flagged(capsys, 
     assert run(capsys, "train", path, "--no-progress", "--zero-based")[0] == 0
     code, _, err = run(capsys, "train", tmp_path / "sk.svm", "--format", "csv", "--zero-based")
     assert code == 2 and "--zero-based applies to libsvm sources only" in err
+
+
+def test_a_classifier_given_a_numeric_target_with_many_values_warns(capsys, tmp_path):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "price.csv"
+    path.write_text("a,b,price\n" + "".join(f"{a:.3f},{b:.3f},{int(100 + 40 * a) + int(rng.integers(200))}\n"
+                                           for a, b in rng.normal(size=(120, 2))))
+    for option in (["--learner", "obscure"], ["--task", "classification"]):
+        code, _, err = run(capsys, "train", path, "--no-progress", *option)
+        assert code == 0, err
+        warning = [line for line in err.splitlines() if "warning" in line]
+        assert len(warning) == 1 and "the labels look like a quantity" in warning[0]
+        assert re.search(r"\d+ distinct numbers in the first 120 labels", warning[0])
+        assert "--learner proximal-regressor" in warning[0] and "--task regression" in warning[0]
+    codes = tmp_path / "codes.csv"
+    codes.write_text("a,kind\n" + "".join(f"{i / 7:.3f},{i % 4}\n" for i in range(120)))
+    code, _, err = run(capsys, "evaluate", codes, "--no-progress", "--learner", "obscure")
+    assert code == 0 and "warning" not in err

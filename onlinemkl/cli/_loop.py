@@ -59,16 +59,18 @@ def open_run(args, model=None, meta=None):
     why, for :func:`~._model.show_notes` once the command's own checks have passed.
     """
     from ._model import _target_default, new_model, target_note
-    from ._task import model_task
+    from ._task import classifier_warning, model_task
 
     target = _target_default(args, meta)
-    if model is None:
+    new = model is None
+    if new:
         src = Source.from_args(args, target, task="auto")
         model, task_note = new_model(args, src)
     else:
         src = Source.from_args(args, target, task=model_task(model), meta=meta)
         task_note = None
-    return model, src, [src.delimiter_note(), target_note(args, src), task_note]
+    warning = classifier_warning(args, src, model_task(model), from_model=not new)
+    return model, src, [src.delimiter_note(), target_note(args, src), task_note, warning]
 
 
 def start_run(model, args, src):
