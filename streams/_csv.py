@@ -95,6 +95,8 @@ class CSVReader(LineReader):
         csv.reader([], delimiter="," if delimiter is None else delimiter, quotechar=quotechar)
         #: column names of the header, once read
         self.columns: Optional[list] = None
+        #: the feature columns of the record last yielded whose cells were missing (left out of x)
+        self.last_missing: tuple = ()
         #: the delimiter in use (``delimiter``, or the sniffed one), once the header is read
         self.delimiter_used: Optional[str] = delimiter
 
@@ -249,9 +251,11 @@ class CSVReader(LineReader):
                                        f"fix the row (quote fields that contain "
                                        f"{delim!r})")
                     x = {}
+                    absent = []
                     for i, name, kind, conv in features:
                         value = row[i].strip()
                         if value in missing:
+                            absent.append(name)
                             continue
                         if kind == "num":
                             x[name] = to_float(value, f"column {name!r}", _NUMBER_HINT, True)
@@ -266,6 +270,8 @@ class CSVReader(LineReader):
                                                "fix the value or the converter") from None
                             if out is not None:
                                 x[name] = out
+                            else:
+                                absent.append(name)
                     if t_index is None:
                         y = None
                     else:
@@ -288,6 +294,7 @@ class CSVReader(LineReader):
                 except _BadLine as bad:
                     self._bad(line_no, bad.problem, bad.fix)
                     continue
+                self.last_missing = tuple(absent)
                 yield x, y
         finally:
             source_lines.close()
@@ -409,6 +416,8 @@ def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = Tr
         feature is **left out of x** (river's convention for sparse / missing
         values; the converter is not called); a missing label makes the line
         bad. Add e.g. ``"NA"``, ``"?"`` or ``"nan"`` to treat them as missing.
+        The reader's ``last_missing`` names the feature columns missing in the
+        record last yielded (to tell a missing value from an absent column).
     target_type : None, str, int, float or callable
         Type of the label. ``None`` (default) keeps it as the **string** found
         in the file (``"yes"``, ``"1"``); ``float`` / ``int`` convert it

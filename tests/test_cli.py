@@ -561,3 +561,67 @@ def test_a_classifier_given_a_numeric_target_with_many_values_warns(capsys, tmp_
     codes.write_text("a,kind\n" + "".join(f"{i / 7:.3f},{i % 4}\n" for i in range(120)))
     code, _, err = run(capsys, "evaluate", codes, "--no-progress", "--learner", "obscure")
     assert code == 0 and "warning" not in err
+
+
+def _colours(path, n=150, seed=1):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        a, colour = rng.normal(), ("red", "green", "blue")[i % 3]
+        rows.append(f"{a:.3f},{colour},{'p' if (a > 0) != (colour == 'red') else 'q'}\n")
+    path.write_text("a,colour,y\n" + "".join(rows))
+    return path
+
+
+def test_categorical_columns_from_the_command_line(capsys, tmp_path):
+    path = _colours(tmp_path / "c.csv")
+    code, _, err = run(capsys, "train", path, "--no-progress")
+    assert code == 2 and "column 'colour' = 'red' is not a number" in err
+    assert "pass --categorical colour to read it as categories" in err and "--drop colour" in err
+    assert "categorical=" not in err and "drop=" not in err
+    m = tmp_path / "m.omkl"
+    code, out, err = run(capsys, "train", path, "--no-progress", "--categorical", "colour", "--save", m)
+    assert code == 0, err
+    assert "examples learnt  : 150" in out
+    assert set(load(m)["StandardScaler"].counts) == {"a", "colour=red", "colour=green", "colour=blue"}
+    assert load_with_meta(m)[1]["extra"]["train"]["categorical"] == ["colour"]
+    # predict reads the model's categorical columns; a colour never learnt has every indicator 0
+    new = tmp_path / "new.csv"
+    new.write_text("a,colour\n1.0,red\n-1.0,purple\n")
+    code, out, err = run(capsys, "predict", m, new)
+    assert code == 0, err
+    assert len(out.split()) == 2 and "1 value of categorical columns not seen in training" in err
+    # comma-separated, jsonl keys too, and a learner's complaint about text names the flag
+    code, _, err = run(capsys, "evaluate", path, "--no-progress", "--categorical", "colour,a")
+    assert code == 0, err
+    js = tmp_path / "c.jsonl"
+    js.write_text("".join(json.dumps({"a": i / 10, "shop": "s%d" % (i % 2), "y": "pq"[i % 2]}) + "\n"
+                          for i in range(40)))
+    code, _, err = run(capsys, "train", js, "--no-progress", "--task", "classification")
+    assert code == 2 and "feature 'shop' = 's0' is not a number; pass --categorical shop" in err
+    assert "OneHotEncoder" not in err
+    assert run(capsys, "train", js, "--no-progress", "--task", "classification", "--categorical", "shop")[0] == 0
+    code, _, err = run(capsys, "train", path, "--no-progress", "--categorical", "nope")
+    assert code == 2 and "--categorical column 'nope' is not in the header" in err
+
+
+def test_empty_cells_are_missing_values_in_train_evaluate_and_predict(capsys, tmp_path):
+    full = tmp_path / "full.csv"
+    full.write_text("a,ash,y\n" + "".join(f"{i % 7 / 3:.3f},{i % 5 / 2:.3f},{'pq'[i % 2]}\n" for i in range(60)))
+    holes = tmp_path / "holes.csv"
+    holes.write_text("a,ash,y\n" + "".join(f"{i % 7 / 3:.3f},{'' if i % 4 == 0 else i % 5 / 2},{'pq'[i % 2]}\n"
+                                         for i in range(60)))
+    m = tmp_path / "m.omkl"
+    assert run(capsys, "train", full, "--no-progress", "--save", m)[0] == 0
+    report = "15 examples with missing values (empty cells or null) {} without those features"
+    for argv, verb in ((["train", holes], "learnt"), (["evaluate", holes], "learnt"),
+                       (["predict", m, holes], "predicted")):
+        code, out, err = run(capsys, *argv, *([] if argv[0] == "predict" else ["--no-progress"]))
+        assert code == 0, err
+        assert report.format(verb) in err and "'ash' in 15" in err
+    assert len(out.split()) == 60
+    # a column absent from the header is still an error naming it
+    gone = tmp_path / "gone.csv"
+    gone.write_text("a,y\n1,p\n")
+    code, _, err = run(capsys, "predict", m, gone)
+    assert code == 2 and "missing feature 'ash'" in err

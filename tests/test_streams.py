@@ -1017,3 +1017,11 @@ def test_libsvm_auto_index_zero_after_the_look_ahead_is_a_bad_line(monkeypatch):
     with pytest.raises(StreamError, match=r"line 3: feature index 0, but the first 2 lines hold none .* pass "
                                           "zero_based=True"):
         list(read_libsvm(io.StringIO(data), zero_based="auto"))
+
+
+def test_readers_name_the_missing_values_of_the_last_record():
+    reader = read_csv(io.StringIO("a,b,c,y\n1,,3,p\n4,5,NA,q\n"), missing=["", "NA"])
+    seen = [(x, reader.last_missing) for x, _ in reader]
+    assert seen == [({"a": 1.0, "c": 3.0}, ("b",)), ({"a": 4.0, "b": 5.0}, ("c",))]
+    reader = read_jsonl(io.StringIO('{"a": 1, "b": null, "y": 0}\n{"a": 2, "y": 1}\n'))
+    assert [reader.last_missing for _ in reader] == [("b",), ()]

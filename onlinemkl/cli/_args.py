@@ -67,6 +67,12 @@ def _add_source(p, predict=False):
                             "from the task: the text for classification, float for regression)")
     p.add_argument("--drop", metavar="COLUMN", action="append", default=None,
                    help="a csv column to ignore, e.g. an id (repeatable; default: none)")
+    p.add_argument("--categorical", metavar="COLUMN[,COLUMN...]", action="append", default=None,
+                   help="csv columns (jsonl keys) of text categories, read as one indicator feature per value, "
+                        "column=value, 1 for the example's value and 0 for the others met so far (repeatable or "
+                        "comma-separated; default: "
+                        + ("the model's, " if predict else "with --model the model's, else ")
+                        + "none: every feature is a number)")
     p.add_argument("--delimiter", metavar="CHAR", default=None,
                    help="the csv field separator: one character, or tab (default: sniffed among , ; tab | "
                         "from the header and the next 20 lines, a socket's from its header; printed when it "
@@ -219,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
         "model never saw, which it would ignore, or one it knows that is absent, which would read as "
         "0, the training mean after the scaler) stops the run with an error naming them, unless "
         "--allow-feature-mismatch. Absent features are normal in libsvm sources (zeros are left out) "
-        "and are not reported there.",
+        "and are not reported there. A missing value (an empty csv cell, a jsonl null) is not an absent "
+        "column: as in train and evaluate, the example goes on without that feature, and the count of "
+        "such examples per column is printed at the end.",
         example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
                 "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba")
     pr.add_argument("model_file", metavar="MODEL", help="a model file written by train, evaluate, serve or save()")

@@ -9,7 +9,7 @@ from .._undo import snapshot as _snapshot
 from .._validation import check_example
 from ._errors import CommandError
 from ._model import final_step
-from ._source import Source
+from ._source import Source, cli_wording
 from ._warmup import compile_first
 
 
@@ -67,7 +67,7 @@ def open_run(args, model=None, meta=None):
         src = Source.from_args(args, target, task="auto")
         model, task_note = new_model(args, src)
     else:
-        src = Source.from_args(args, target, task=model_task(model), meta=meta)
+        src = Source.from_args(args, target, task=model_task(model), meta=meta, model=model)
         task_note = None
     warning = classifier_warning(args, src, model_task(model), from_model=not new)
     return model, src, [src.delimiter_note(), target_note(args, src), task_note, warning]
@@ -110,6 +110,7 @@ class Examples:
 def rejected(args, src, exc, command):
     """The learner rejected the example at ``src.position``: stop with ``--on-error raise``, else
     go on (with a warning on standard error for ``--on-error warn``)."""
+    exc = cli_wording(str(exc))
     if args.on_error == "raise":
         raise CommandError(f"{src.position}: the learner rejected the example: {exc}") from None
     if args.on_error == "warn":

@@ -22,6 +22,8 @@ def _train_extra(src, consumed, complete):
             "target": src.resolved_target(), "complete": complete}
     if src.zero_based() is not None:
         info["zero_based"] = src.zero_based()
+    if src.categorical:
+        info["categorical"] = list(src.categorical)
     return {TRAIN_KEY: info}
 
 
