@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
         "standard input cannot be, so the run continues with the lines that come next). A crash loses at "
         "most the examples since the last checkpoint. SIGINT/SIGTERM finish the current example, write a "
         "checkpoint and exit with 128 + the signal number.",
+        "An empty csv cell or a jsonl null is a missing value: the example is learnt without that feature "
+        "(read as 0, the training mean behind the default scaler), as evaluate and predict do, and the "
+        "number of such examples per column is printed at the end.",
         example="onlinemkl train data.csv --target label -k rbf:gamma_scale=1 -k linear -p budget=2000 \\\n"
                 "    --save model.omkl --checkpoint-every 10000 --resume\n"
                 "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --task classification \\\n"
@@ -192,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub, "evaluate", _evaluate, "prequential (test-then-train) evaluation with river metrics",
         "Predict each example of SOURCE, score the prediction, then learn the example (prequential "
         "evaluation), with a progress bar (examples/s), a final table of the metrics and, with --plot, an "
-        "image of the learning curve and of the kernel weights over time.",
+        "image of the learning curve and of the kernel weights over time. Missing values (empty csv cells, "
+        "jsonl nulls) are handled as in train and predict, and counted.",
         example="onlinemkl evaluate data.csv --target label -p budget=1000 -m accuracy -m cohen_kappa "
                 "--plot curve.png",
         learners=True)
