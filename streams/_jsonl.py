@@ -143,7 +143,8 @@ def read_jsonl(source: Any, *, target: str = "y", features: Optional[str] = "x",
         Iterable of ``(x, y)``. Feature values: JSON numbers become ``float``,
         ``true`` / ``false`` become ``1.0`` / ``0.0``, strings are kept as
         ``str`` (categorical, river's convention), ``null`` means missing and
-        the key is **left out**. The label is returned as JSON typed it (``int``,
+        the key is **left out** (the reader's ``last_missing`` names such keys of
+        the record last yielded). The label is returned as JSON typed it (``int``,
         ``float``, ``str`` or ``bool``).
 
     Notes
