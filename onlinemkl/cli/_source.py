@@ -45,6 +45,11 @@ class Source:
 
     ``labelled=False`` (predict) reads unlabelled examples: a CSV label column
     or JSON-lines label key is dropped when present; libsvm labels are ignored.
+
+    ``categorical`` columns are handed out as indicator features (:class:`_Categories`). The
+    columns whose values are missing in each example (empty cells, nulls) are counted per
+    column for the commands' final report (:meth:`missing_report`), and those of the example
+    last handed out are :meth:`missing_names`, which ``predict`` does not report as absent.
     """
 
     def __init__(self, source, fmt, target, on_error, timeout, labelled=True, drop=(), target_type="str",
@@ -90,7 +95,7 @@ class Source:
                 types = {"str": None, "int": int, "float": float, "auto": self._label}
                 if target is not None and target in self.categorical:
                     raise CommandError(f"--categorical {target}: {target!r} is the label column (--target); "
-                                       "a classifier's labels are categories already")
+                                       "the label is not a feature; drop it from --categorical")
                 self.reader = streams.read_csv(source, target, has_target=has_target, drop=drop,
                                                delimiter=delimiter, categorical=self.categorical,
                                                target_type=types[target_type] if labelled else None, **common)
