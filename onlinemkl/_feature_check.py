@@ -79,9 +79,10 @@ class FeatureCheck:
             self._cache = (len(cols), names, numbered)
         return self._cache[1]
 
-    def problems(self, x) -> tuple:
+    def problems(self, x, missing_ok=()) -> tuple:
         """``(unknown, missing)``: the names of ``x`` the model never saw, and the names it knows
-        that ``x`` lacks (empty for a sparse model); both empty when the names cannot be known."""
+        that ``x`` lacks (empty for a sparse model), except those in ``missing_ok`` (missing
+        values the source marked, e.g. empty cells); both empty when the names cannot be known."""
         known = self.known()
         if known is None:
             return [], []
@@ -89,7 +90,7 @@ class FeatureCheck:
         sparse = self._cache[2] if self._sparse is None else self._sparse
         missing = []
         if not sparse and len(x) - len(unknown) < len(known):
-            missing = [k for k in known if k not in x]
+            missing = [k for k in known if k not in x and k not in missing_ok]
             counts = self._counts
             if counts:
                 most = max(counts.values())
@@ -97,9 +98,10 @@ class FeatureCheck:
             missing.sort(key=str)
         return unknown, missing
 
-    def message(self, x):
-        """None if ``x`` has exactly the model's features, else what differs (one line)."""
-        unknown, missing = self.problems(x)
+    def message(self, x, missing_ok=()):
+        """None if ``x`` has exactly the model's features (but those in ``missing_ok``), else what
+        differs (one line)."""
+        unknown, missing = self.problems(x, missing_ok)
         if not unknown and not missing:
             return None
         parts = []

@@ -31,8 +31,10 @@ naming the source, the 1-based line number, the problem and the fix;
 ``"skip"`` skips and counts (``reader.n_skipped``, ``reader.skipped`` holds the
 first 10 ``(line_no, reason)``, ``reader.summary()``); ``"warn"`` also emits a
 :class:`StreamWarning` for each of the first 10. Missing values (empty CSV
-fields, JSON ``null``, NaN in arrays) are left out of ``x``; non-finite numbers
-in files are bad lines.
+fields, JSON ``null``, NaN in arrays) are left out of ``x`` (the CSV and JSON-lines
+readers' ``last_missing`` names them for the record last yielded); non-finite
+numbers in files are bad lines. ``read_csv(delimiter=None)`` sniffs the delimiter
+and ``read_libsvm(zero_based="auto")`` the index base from the first lines.
 
 This package depends only on the standard library and numpy; it does not
 import ``onlinemkl``.
@@ -49,7 +51,7 @@ Examples
 
 from ._array import ArrayReader, iter_array
 from ._base import LineReader, Reader
-from ._csv import CSVReader, read_csv
+from ._csv import SNIFF_DELIMITERS, SNIFF_LINES, CSVReader, read_csv, sniff_delimiter
 from ._errors import StreamError, StreamWarning
 from ._jsonl import JSONLReader, read_jsonl
 from ._libsvm import LibSVMReader, read_libsvm
@@ -57,6 +59,9 @@ from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT, open_source
 
 __all__ = [
     "read_csv",
+    "sniff_delimiter",
+    "SNIFF_DELIMITERS",
+    "SNIFF_LINES",
     "read_libsvm",
     "read_jsonl",
     "iter_array",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Tuple
 
@@ -10,7 +11,14 @@ from ._base import LineReader, _BadLine, to_float
 from ._errors import StreamError
 from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT
 
-__all__ = ["read_csv", "CSVReader"]
+__all__ = ["read_csv", "CSVReader", "sniff_delimiter", "SNIFF_DELIMITERS", "SNIFF_LINES"]
+
+#: The delimiters ``delimiter=None`` chooses among, and that a one-column header may not contain.
+SNIFF_DELIMITERS = ",;\t|"
+#: ``delimiter=None`` looks at the header and at most this many lines after it.
+SNIFF_LINES = 20
+#: ... and at most this many characters of them.
+_SNIFF_CHARS = 64 * 1024
 
 _NUMBER_HINT = (", list the column in categorical= to keep it as a string or in "
                 "drop= to ignore it")
@@ -28,11 +36,31 @@ def _to_int(text: str, what: str) -> int:
     return int(value)
 
 
+def sniff_delimiter(lines: Iterable[str]) -> str:
+    """The delimiter of CSV text among ``,;\\t|`` (:class:`csv.Sniffer` on ``lines``), ``","`` when
+    it cannot tell (e.g. a single column).
+
+    >>> sniff_delimiter(["a;b;y", "1,5;2;0", "3;4,5;1"])
+    ';'
+    >>> sniff_delimiter(["a,b,y", '1,"x; y",0']), sniff_delimiter(["label", "1"])
+    (',', ',')
+    """
+    sample = "\n".join(lines)
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=SNIFF_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+
+
+def _show_delimiter(delimiter: str) -> str:
+    return "'\\t' (tab)" if delimiter == "\t" else repr(delimiter)
+
+
 class CSVReader(LineReader):
     """Iterable returned by :func:`read_csv` (see there)."""
 
     def __init__(self, source: Any, target: Optional[str] = None, *,
-                 has_target: bool = True, delimiter: str = ",", quotechar: str = '"',
+                 has_target: bool = True, delimiter: Optional[str] = ",", quotechar: str = '"',
                  categorical: Iterable[str] = (), drop: Iterable[str] = (),
                  converters: Optional[Mapping[str, Callable[[str], Any]]] = None,
                  missing: Iterable[str] = ("",), target_type: Any = None,
@@ -63,9 +91,14 @@ class CSVReader(LineReader):
         if target is not None and target in self.converters and target_type is not None:
             raise ValueError(f"give either converters[{target!r}] or target_type, not both")
         self.target_type = target_type
-        csv.reader([], delimiter=delimiter, quotechar=quotechar)  # validate the dialect
+        # validate the dialect
+        csv.reader([], delimiter="," if delimiter is None else delimiter, quotechar=quotechar)
         #: column names of the header, once read
         self.columns: Optional[list] = None
+        #: the feature columns of the record last yielded whose cells were missing (left out of x)
+        self.last_missing: tuple = ()
+        #: the delimiter in use (``delimiter``, or the sniffed one), once the header is read
+        self.delimiter_used: Optional[str] = delimiter
 
     # -- header ----------------------------------------------------------------
     def _fatal(self, line_no: int, problem: str) -> StreamError:
@@ -88,7 +121,7 @@ class CSVReader(LineReader):
             if name not in seen:
                 raise self._fatal(line_no, f"{what} column {name!r} is not in the header "
                                   f"({cols}); check the name and the delimiter "
-                                  f"(delimiter={self.delimiter!r})")
+                                  f"(delimiter={self.delimiter_used!r})")
 
         target = None
         if self.has_target:
@@ -125,11 +158,11 @@ class CSVReader(LineReader):
     def _malformed(self, feed: "_Feed", exc: Exception) -> None:
         """Report a record ``csv`` cannot parse; after an unterminated quote, re-read the lines after it."""
         first, last = feed.first or feed.last, feed.last
-        opened = feed.open_quote(self.delimiter, self.quotechar)
+        opened = feed.open_quote(self.delimiter_used, self.quotechar)
         if opened is None:
             span = f" (record spans lines {first}-{last})" if last > first else ""
             self._bad(first, f"malformed CSV: {exc}{span}",
-                      f"fix the quoting (a field containing {self.delimiter!r}, a quote or a line "
+                      f"fix the quoting (a field containing {self.delimiter_used!r}, a quote or a line "
                       "break must be quoted, quotes inside doubled)")
             return
         start = f" (in the record starting at line {first})" if first != opened else ""
@@ -139,10 +172,43 @@ class CSVReader(LineReader):
         feed.reread_after(opened)  # on_error="skip"/"warn": the lines it swallowed are records again
 
     # -- records ---------------------------------------------------------------
+    def _sniff(self, lines) -> Tuple[str, list]:
+        """The delimiter sniffed from the first non-blank line and up to :data:`SNIFF_LINES` after
+        it (a socket: the header alone, not to wait for lines the peer has not sent yet), and the
+        lines read to sniff (to be parsed again)."""
+        most = 1 if self._spec.kind == "tcp" else SNIFF_LINES + 1
+        head: list = []
+        sample: list = []
+        size = 0
+        for item in lines:
+            head.append(item)
+            text = item[1]
+            if not sample and not text.strip():
+                continue
+            sample.append(text)
+            size += len(text)
+            if len(sample) >= most or size > _SNIFF_CHARS:
+                break
+        return sniff_delimiter(sample), head
+
+    def _check_header(self, header: list, line_no: int) -> None:
+        """Refuse a one-column header holding another delimiter: a file split on the wrong one."""
+        if len(header) != 1:
+            return
+        others = [d for d in SNIFF_DELIMITERS if d != self.delimiter_used and d in header[0]]
+        if others:
+            raise self._fatal(line_no, f"the header is one column, {header[0]!r}, containing "
+                              f"{_show_delimiter(others[0])}: the file is not delimited by "
+                              f"{_show_delimiter(self.delimiter_used)}; pass "
+                              f"delimiter={others[0]!r} (or delimiter=None to sniff it)")
+
     def _records(self) -> Iterator[Tuple[dict, Any]]:
-        lines = self._lines()
+        lines = source_lines = self._lines()
+        if self.delimiter is None:
+            self.delimiter_used, head = self._sniff(source_lines)
+            lines = itertools.chain(head, source_lines)
         feed = _Feed(lines, self._source_options["max_line_bytes"] + 2 * csv.field_size_limit())
-        rows = csv.reader(feed, delimiter=self.delimiter, quotechar=self.quotechar,
+        rows = csv.reader(feed, delimiter=self.delimiter_used, quotechar=self.quotechar,
                           strict=True)
         try:
             header = None
@@ -155,17 +221,18 @@ class CSVReader(LineReader):
                                       "empty); the first line must name the columns",
                                       source=self.source_name) from None
                 except csv.Error as exc:
-                    opened = feed.open_quote(self.delimiter, self.quotechar)
+                    opened = feed.open_quote(self.delimiter_used, self.quotechar)
                     what = (f"an unterminated quote opened at line {opened}" if opened is not None
                             else str(exc))
                     raise self._fatal(opened or feed.first or feed.last,
                                       f"cannot parse the header row ({what})") from None
                 if any(cell.strip() for cell in row):
                     header = [cell.strip() for cell in row]
+            self._check_header(header, feed.first)
             self.columns = header
             features, target, t_index, t_conv, n_cols = self._plan(header, feed.first)
             missing = self.missing
-            delim = self.delimiter
+            delim = self.delimiter_used
             while True:
                 feed.start_record()
                 try:
@@ -184,9 +251,11 @@ class CSVReader(LineReader):
                                        f"fix the row (quote fields that contain "
                                        f"{delim!r})")
                     x = {}
+                    absent = []
                     for i, name, kind, conv in features:
                         value = row[i].strip()
                         if value in missing:
+                            absent.append(name)
                             continue
                         if kind == "num":
                             x[name] = to_float(value, f"column {name!r}", _NUMBER_HINT, True)
@@ -201,6 +270,8 @@ class CSVReader(LineReader):
                                                "fix the value or the converter") from None
                             if out is not None:
                                 x[name] = out
+                            else:
+                                absent.append(name)
                     if t_index is None:
                         y = None
                     else:
@@ -223,9 +294,10 @@ class CSVReader(LineReader):
                 except _BadLine as bad:
                     self._bad(line_no, bad.problem, bad.fix)
                     continue
+                self.last_missing = tuple(absent)
                 yield x, y
         finally:
-            lines.close()
+            source_lines.close()
 
 
 class _Feed:
@@ -291,7 +363,7 @@ class _Feed:
 
 
 def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = True,
-             delimiter: str = ",", quotechar: str = '"', categorical: Iterable[str] = (),
+             delimiter: Optional[str] = ",", quotechar: str = '"', categorical: Iterable[str] = (),
              drop: Iterable[str] = (),
              converters: Optional[Mapping[str, Callable[[str], Any]]] = None,
              missing: Iterable[str] = ("",), target_type: Any = None,
@@ -319,8 +391,17 @@ def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = Tr
     has_target : bool, default True
         ``False`` for unlabelled input (e.g. data to predict): every column
         (except ``drop``) is a feature and ``y`` is ``None``.
-    delimiter, quotechar : str
-        Field separator (``","``; ``"\\t"`` for TSV, ``";"`` ...) and quote.
+    delimiter : str or None, default ","
+        Field separator (``","``; ``"\\t"`` for TSV, ``";"`` ...). ``None`` sniffs it
+        (:class:`csv.Sniffer`) among ``,``, ``;``, tab and ``|`` from the header and up to
+        :data:`SNIFF_LINES` lines after it (from a socket, the header alone), read ahead and
+        then parsed as usual; ``","``
+        when the sniffer cannot tell (one column). ``delimiter_used`` holds the choice
+        once the header is read. Whatever the delimiter, a header that parses as one
+        column containing another of those four is an error (the file was split on the
+        wrong delimiter).
+    quotechar : str
+        The quote character.
     categorical : list of str
         Feature columns whose values are kept as strings (river's convention
         for categorical features). Every other feature column must be numeric.
@@ -335,6 +416,8 @@ def read_csv(source: Any, target: Optional[str] = None, *, has_target: bool = Tr
         feature is **left out of x** (river's convention for sparse / missing
         values; the converter is not called); a missing label makes the line
         bad. Add e.g. ``"NA"``, ``"?"`` or ``"nan"`` to treat them as missing.
+        The reader's ``last_missing`` names the feature columns missing in the
+        record last yielded (to tell a missing value from an absent column).
     target_type : None, str, int, float or callable
         Type of the label. ``None`` (default) keeps it as the **string** found
         in the file (``"yes"``, ``"1"``); ``float`` / ``int`` convert it

@@ -49,6 +49,8 @@ class JSONLReader(LineReader):
         self.target = target
         self.features = features
         self.has_target = has_target
+        #: the keys of the record last yielded whose value was ``null`` (left out of x)
+        self.last_missing: tuple = ()
 
     def _parse(self, text: str):
         if not text.strip():
@@ -89,10 +91,14 @@ class JSONLReader(LineReader):
         else:
             items = obj.items()
         x = {}
+        absent = []
         for key, value in items:
             value = _feature(key, value)
             if value is not None:
                 x[key] = value
+            else:
+                absent.append(key)
+        self.last_missing = tuple(absent)
         return x, y
 
 
@@ -137,7 +143,8 @@ def read_jsonl(source: Any, *, target: str = "y", features: Optional[str] = "x",
         Iterable of ``(x, y)``. Feature values: JSON numbers become ``float``,
         ``true`` / ``false`` become ``1.0`` / ``0.0``, strings are kept as
         ``str`` (categorical, river's convention), ``null`` means missing and
-        the key is **left out**. The label is returned as JSON typed it (``int``,
+        the key is **left out** (the reader's ``last_missing`` names such keys of
+        the record last yielded). The label is returned as JSON typed it (``int``,
         ``float``, ``str`` or ``bool``).
 
     Notes

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, Union
+from typing import Any, Iterator, Tuple, Union
 
 from ._base import LineReader, _BadLine, to_float
 from ._source import DEFAULT_MAX_LINE_BYTES, DEFAULT_TIMEOUT
 
-__all__ = ["read_libsvm", "LibSVMReader"]
+__all__ = ["read_libsvm", "LibSVMReader", "AUTO_LINES"]
+
+#: ``zero_based="auto"`` looks for an index 0 in this many lines before the first record ...
+AUTO_LINES = 1000
+#: ... and in at most this many characters of them.
+_AUTO_CHARS = 8 << 20
 
 
 def parse_label(token: str) -> Union[int, float]:
@@ -35,15 +41,53 @@ def parse_label(token: str) -> Union[int, float]:
 class LibSVMReader(LineReader):
     """Iterable returned by :func:`read_libsvm` (see there)."""
 
-    def __init__(self, source: Any, *, zero_based: bool = False, on_error: str = "raise",
+    def __init__(self, source: Any, *, zero_based: Union[bool, str] = False, on_error: str = "raise",
                  encoding: str = "utf-8", timeout: float | None = DEFAULT_TIMEOUT,
                  connect_timeout: float | None = DEFAULT_TIMEOUT,
                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
         super().__init__(source, on_error=on_error, encoding=encoding, timeout=timeout,
                          connect_timeout=connect_timeout, max_line_bytes=max_line_bytes)
-        if not isinstance(zero_based, bool):
-            raise TypeError(f"zero_based must be True or False, got {zero_based!r}")
+        if not isinstance(zero_based, bool) and zero_based != "auto":
+            raise TypeError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
         self.zero_based = zero_based
+        #: 0 or 1: the first feature index, given or (``zero_based="auto"``) detected when the
+        #: first record is read; None before.
+        self.index_base = None if zero_based == "auto" else (0 if zero_based else 1)
+        self._detected = False
+
+    def _detect(self, lines) -> Tuple[int, list]:
+        """``zero_based="auto"``: 0 if an index 0 is among the first :data:`AUTO_LINES` lines, else 1;
+        and the lines read ahead (to be parsed again)."""
+        head = []
+        size = 0
+        base = 1
+        for item in lines:
+            head.append(item)
+            size += len(item[1])
+            if base == 1 and _has_index_zero(item[1]):
+                base = 0
+            if len(head) >= AUTO_LINES or size > _AUTO_CHARS:
+                break
+        return base, head
+
+    def _records(self) -> Iterator[Tuple[dict, Any]]:
+        if self.zero_based != "auto":
+            yield from super()._records()
+            return
+        lines = self._lines()
+        try:
+            self.index_base, head = self._detect(lines)
+            self._detected = True
+            for line_no, text in itertools.chain(head, lines):
+                try:
+                    record = self._parse(text)
+                except _BadLine as bad:
+                    self._bad(line_no, bad.problem, bad.fix)
+                    continue
+                if record is not None:
+                    yield record
+        finally:
+            lines.close()
 
     def _parse(self, text: str):
         cut = text.find("#")
@@ -53,7 +97,7 @@ class LibSVMReader(LineReader):
         if not tokens:
             return None
         y = parse_label(tokens[0])
-        offset = 0 if self.zero_based else 1
+        offset = self.index_base
         x = {}
         for token in tokens[1:]:
             index, sep, value = token.partition(":")
@@ -68,8 +112,12 @@ class LibSVMReader(LineReader):
                 raise _BadLine(f"feature index {index!r} (in {token!r}) is not an integer",
                                "use integer feature indices") from None
             if key < 0:
-                if self.zero_based:
+                if offset == 0 or key < -1:
                     raise _BadLine(f"feature index {index} is negative", "fix the index")
+                if self._detected:
+                    raise _BadLine(f"feature index 0, but the first {AUTO_LINES} lines hold none "
+                                   "(zero_based='auto' read them as numbered from 1)",
+                                   "pass zero_based=True if the file numbers features from 0")
                 raise _BadLine(f"feature index {index} in a 1-based file",
                                "pass zero_based=True if the file numbers features from 0")
             if key in x:
@@ -79,7 +127,22 @@ class LibSVMReader(LineReader):
         return x, y
 
 
-def read_libsvm(source: Any, *, zero_based: bool = False, on_error: str = "raise",
+def _has_index_zero(text: str) -> bool:
+    """Whether a line holds the feature index 0 (``0:value``), read leniently (bad lines are
+    reported when parsed)."""
+    cut = text.find("#")
+    for token in (text if cut < 0 else text[:cut]).split()[1:]:
+        index, sep, _ = token.partition(":")
+        if sep and index != "qid":
+            try:
+                if int(index) == 0:
+                    return True
+            except ValueError:
+                pass
+    return False
+
+
+def read_libsvm(source: Any, *, zero_based: Union[bool, str] = False, on_error: str = "raise",
                 encoding: str = "utf-8", timeout: float | None = DEFAULT_TIMEOUT,
                 connect_timeout: float | None = DEFAULT_TIMEOUT,
                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> LibSVMReader:
@@ -94,11 +157,17 @@ def read_libsvm(source: Any, *, zero_based: bool = False, on_error: str = "raise
         A path (``.gz``, ``.bz2``, ``.xz`` decompressed by suffix), ``"-"`` for
         standard input, ``"tcp://host:port"``, or an open text or binary file
         object. See :func:`~streams.open_source`.
-    zero_based : bool, default False
+    zero_based : bool or "auto", default False
         ``False``: the file numbers features from 1 (the LIBSVM convention) and
         index ``i`` becomes key ``i - 1``; an index 0 is a bad line.
-        ``True``: index ``i`` becomes key ``i``. Either way the keys of ``x``
-        start at 0, matching the column numbers of :func:`~streams.iter_array`
+        ``True``: index ``i`` becomes key ``i`` (scikit-learn's ``dump_svmlight_file``
+        writes such files). ``"auto"``: as scikit-learn's ``load_svmlight_file``, an
+        index 0 means the file numbers from 0; a stream cannot be read twice, so the
+        reader looks ahead over the first :data:`AUTO_LINES` lines (at most 8 MiB; on
+        a socket it waits for them or for the end) before the first record, and an
+        index 0 after them in a file read as 1-based is a bad line naming
+        ``zero_based=True``. ``index_base`` holds the decision. Either way the keys
+        of ``x`` start at 0, matching the column numbers of :func:`~streams.iter_array`
         and scikit-learn's ``load_svmlight_file``.
     on_error : {"raise", "skip", "warn"}, default "raise"
         Bad-line policy, as in :func:`~streams.read_csv`.

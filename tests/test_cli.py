@@ -4,6 +4,7 @@ import argparse
 import inspect
 import io
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -494,3 +495,133 @@ def test_regressor_rejects_classification_metric_and_proba(capsys, data, tmp_pat
     code, _, err = run(capsys, "evaluate", data["csv"], "--target", "f3", "--target-type", "float", "--drop", "id",
                        "--drop", "label", "--learner", "proximal-regressor", "-m", "accuracy")
     assert code != 0 and "not a regression metric" in err and len(err.strip().splitlines()) == 1
+
+
+# -- the files people have: delimiters, zero-based libsvm, text columns, empty cells ---------
+
+
+def test_semicolon_csv_is_sniffed_and_a_wrong_delimiter_refused(capsys, tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_text("a;b;y\n" + "".join(f"{i % 5};{i % 3};{'p' if i % 2 else 'q'}\n" for i in range(30)))
+    code, out, err = run(capsys, "train", path, "--no-progress", "--save", tmp_path / "m.omkl")
+    assert code == 0, err
+    assert "delimiter: ';', sniffed" in err and "examples learnt  : 30" in out
+    assert load(tmp_path / "m.omkl")["StandardScaler"].counts == {"a": 30, "b": 30}
+    code, out, err = run(capsys, "predict", tmp_path / "m.omkl", path)
+    assert code == 0, err
+    assert out.split() and set(out.split()) <= {"p", "q"}
+    code, _, err = run(capsys, "train", path, "--no-progress", "--delimiter", ",")
+    assert code == 2 and "semi.csv line 1: the header is one column, 'a;b;y'" in err
+    assert "pass --delimiter ';'" in err and "delimiter=" not in err
+    tsv = tmp_path / "t.csv"
+    tsv.write_text("a\tb\ty\n1\t2\tp\n")
+    code, _, err = run(capsys, "evaluate", tsv, "--no-progress", "--delimiter", ",")
+    assert code == 2 and "pass --delimiter tab" in err
+    assert run(capsys, "evaluate", tsv, "--no-progress", "--delimiter", "tab")[0] == 0
+
+
+def test_zero_based_libsvm_is_detected_saved_with_the_model_and_flagged(capsys, tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    path = tmp_path / "sk.svm"
+    dump_svmlight_file(X, (X[:, 0] > 0).astype(int), str(path))  # features numbered from 0
+    m = tmp_path / "m.omkl"
+    code, out, err = run(capsys, "train", path, "--no-progress", "--save", m)
+    assert code == 0, err
+    assert "examples learnt  : 40" in out
+    assert sorted(load(m)["StandardScaler"].counts) == [0, 1, 2]
+    assert load_with_meta(m)[1]["extra"]["train"]["zero_based"] is True
+    # predict reads the index base the model was trained with, even from a file without an index 0
+    one = tmp_path / "few.svm"
+    one.write_text("1 1:0.5 2:0.1\n")
+    code, out, err = run(capsys, "predict", m, one, "--allow-feature-mismatch")
+    assert code == 0, err
+    code, _, err = run(capsys, "train", path, "--no-progress", "--one-based")
+    assert code == 2 and "pass --zero-based if the file numbers features from 0" in err and "zero_based=" not in err
+    assert run(capsys, "train", path, "--no-progress", "--zero-based")[0] == 0
+    code, _, err = run(capsys, "train", tmp_path / "sk.svm", "--format", "csv", "--zero-based")
+    assert code == 2 and "--zero-based applies to libsvm sources only" in err
+
+
+def test_a_classifier_given_a_numeric_target_with_many_values_warns(capsys, tmp_path):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "price.csv"
+    path.write_text("a,b,price\n" + "".join(f"{a:.3f},{b:.3f},{int(100 + 40 * a) + int(rng.integers(200))}\n"
+                                           for a, b in rng.normal(size=(120, 2))))
+    for option in (["--learner", "obscure"], ["--task", "classification"]):
+        code, _, err = run(capsys, "train", path, "--no-progress", *option)
+        assert code == 0, err
+        warning = [line for line in err.splitlines() if "warning" in line]
+        assert len(warning) == 1 and "the labels look like a quantity" in warning[0]
+        assert re.search(r"\d+ distinct numbers in the first 120 labels", warning[0])
+        assert "--learner proximal-regressor" in warning[0] and "--task regression" in warning[0]
+    codes = tmp_path / "codes.csv"
+    codes.write_text("a,kind\n" + "".join(f"{i / 7:.3f},{i % 4}\n" for i in range(120)))
+    code, _, err = run(capsys, "evaluate", codes, "--no-progress", "--learner", "obscure")
+    assert code == 0 and "warning" not in err
+
+
+def _colours(path, n=150, seed=1):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        a, colour = rng.normal(), ("red", "green", "blue")[i % 3]
+        rows.append(f"{a:.3f},{colour},{'p' if (a > 0) != (colour == 'red') else 'q'}\n")
+    path.write_text("a,colour,y\n" + "".join(rows))
+    return path
+
+
+def test_categorical_columns_from_the_command_line(capsys, tmp_path):
+    path = _colours(tmp_path / "c.csv")
+    code, _, err = run(capsys, "train", path, "--no-progress")
+    assert code == 2 and "column 'colour' = 'red' is not a number" in err
+    assert "pass --categorical colour to read it as categories" in err and "--drop colour" in err
+    assert "categorical=" not in err and "drop=" not in err
+    m = tmp_path / "m.omkl"
+    code, out, err = run(capsys, "train", path, "--no-progress", "--categorical", "colour", "--save", m)
+    assert code == 0, err
+    assert "examples learnt  : 150" in out
+    assert set(load(m)["StandardScaler"].counts) == {"a", "colour=red", "colour=green", "colour=blue"}
+    assert load_with_meta(m)[1]["extra"]["train"]["categorical"] == ["colour"]
+    # predict reads the model's categorical columns; a colour never learnt has every indicator 0
+    new = tmp_path / "new.csv"
+    new.write_text("a,colour\n1.0,red\n-1.0,purple\n")
+    code, out, err = run(capsys, "predict", m, new)
+    assert code == 0, err
+    assert len(out.split()) == 2 and "1 value of categorical columns not seen in training" in err
+    # comma-separated, jsonl keys too, and a learner's complaint about text names the flag
+    code, _, err = run(capsys, "evaluate", path, "--no-progress", "--categorical", "colour,a")
+    assert code == 0, err
+    js = tmp_path / "c.jsonl"
+    js.write_text("".join(json.dumps({"a": i / 10, "shop": "s%d" % (i % 2), "y": "pq"[i % 2]}) + "\n"
+                          for i in range(40)))
+    code, _, err = run(capsys, "train", js, "--no-progress", "--task", "classification")
+    assert code == 2 and "feature 'shop' = 's0' is not a number; pass --categorical shop" in err
+    assert "OneHotEncoder" not in err
+    assert run(capsys, "train", js, "--no-progress", "--task", "classification", "--categorical", "shop")[0] == 0
+    code, _, err = run(capsys, "train", path, "--no-progress", "--categorical", "nope")
+    assert code == 2 and "--categorical column 'nope' is not in the header" in err
+
+
+def test_empty_cells_are_missing_values_in_train_evaluate_and_predict(capsys, tmp_path):
+    full = tmp_path / "full.csv"
+    full.write_text("a,ash,y\n" + "".join(f"{i % 7 / 3:.3f},{i % 5 / 2:.3f},{'pq'[i % 2]}\n" for i in range(60)))
+    holes = tmp_path / "holes.csv"
+    holes.write_text("a,ash,y\n" + "".join(f"{i % 7 / 3:.3f},{'' if i % 4 == 0 else i % 5 / 2},{'pq'[i % 2]}\n"
+                                         for i in range(60)))
+    m = tmp_path / "m.omkl"
+    assert run(capsys, "train", full, "--no-progress", "--save", m)[0] == 0
+    report = "15 examples with missing values (empty cells or null) {} without those features"
+    for argv, verb in ((["train", holes], "learnt"), (["evaluate", holes], "learnt"),
+                       (["predict", m, holes], "predicted")):
+        code, out, err = run(capsys, *argv, *([] if argv[0] == "predict" else ["--no-progress"]))
+        assert code == 0, err
+        assert report.format(verb) in err and "'ash' in 15" in err
+    assert len(out.split()) == 60
+    # a column absent from the header is still an error naming it
+    gone = tmp_path / "gone.csv"
+    gone.write_text("a,y\n1,p\n")
+    code, _, err = run(capsys, "predict", m, gone)
+    assert code == 2 and "missing feature 'ash'" in err

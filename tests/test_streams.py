@@ -10,6 +10,7 @@ import itertools
 import json
 import lzma
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -270,7 +271,7 @@ def test_libsvm_zero_based():
                                           "zero_based=True"):
         list(read_libsvm(io.StringIO(data)))
     with pytest.raises(TypeError):
-        read_libsvm(io.StringIO(data), zero_based="auto")
+        read_libsvm(io.StringIO(data), zero_based="yes")
 
 
 @pytest.mark.parametrize("line, reason", [
@@ -962,3 +963,65 @@ def test_iter_array_matches_libsvm_keys():
     svm = list(read_libsvm(io.StringIO("1 1:0.5 3:2\n")))
     arr = list(iter_array(X, [1]))
     assert {k: v for k, v in arr[0][0].items() if v} == svm[0][0]
+
+
+# -- the delimiter: sniffed with delimiter=None, a wrong one refused --------------------------
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|"])
+def test_csv_delimiter_none_sniffs_it(delimiter):
+    data = delimiter.join(["a", "b", "y"]) + "\n" + delimiter.join(["1", "2.5", "z"]) + "\n"
+    reader = read_csv(io.StringIO(data), delimiter=None)
+    assert list(reader) == [({"a": 1.0, "b": 2.5}, "z")]
+    assert reader.delimiter_used == delimiter
+
+
+def test_csv_sniffing_looks_past_the_header_and_keeps_quoted_fields():
+    data = 'a,b,y\n1,"x;y",p\n2,"u;v",q\n'
+    assert list(read_csv(io.StringIO(data), delimiter=None, categorical=["b"])) == [
+        ({"a": 1.0, "b": "x;y"}, "p"), ({"a": 2.0, "b": "u;v"}, "q")]
+    # one column: nothing to sniff, a comma
+    assert list(read_csv(io.StringIO("y\n1\n"), delimiter=None)) == [({}, "1")]
+
+
+@pytest.mark.parametrize("data, other", [("a;b;y\n1;2;0\n", "';'"), ("a\tb\ty\n1\t2\t0\n", "'\\t' (tab)")])
+def test_csv_one_column_header_holding_another_delimiter_is_refused(data, other):
+    with pytest.raises(StreamError, match="line 1: the header is one column, .* containing " + re.escape(other)
+                                          + ": the file is not delimited by ','; pass delimiter="):
+        list(read_csv(io.StringIO(data)))
+
+
+# -- zero-based libsvm: zero_based="auto" looks ahead for an index 0 ---------------------------
+
+
+def test_libsvm_auto_detects_a_zero_based_file_like_scikit_learn(tmp_path):
+    from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+    X = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0], [0.0, 0.0, 3.0]])
+    path = tmp_path / "sk.svm"
+    dump_svmlight_file(X, np.array([1, 0, 1]), str(path))  # zero-based, as scikit-learn writes
+    reader = read_libsvm(str(path), zero_based="auto")
+    records = list(reader)
+    assert reader.index_base == 0
+    Xs, ys = load_svmlight_file(str(path), zero_based="auto")
+    assert [{k: v for k, v in enumerate(row) if v} for row in Xs.toarray()] == [x for x, _ in records]
+    one = read_libsvm(io.StringIO("1 1:2 3:4\n0 2:1\n"), zero_based="auto")
+    assert list(one) == [({0: 2.0, 2: 4.0}, 1), ({1: 1.0}, 0)] and one.index_base == 1
+
+
+def test_libsvm_auto_index_zero_after_the_look_ahead_is_a_bad_line(monkeypatch):
+    import streams._libsvm as libsvm
+
+    monkeypatch.setattr(libsvm, "AUTO_LINES", 2)
+    data = "1 1:2\n0 2:1\n1 0:5\n"
+    with pytest.raises(StreamError, match=r"line 3: feature index 0, but the first 2 lines hold none .* pass "
+                                          "zero_based=True"):
+        list(read_libsvm(io.StringIO(data), zero_based="auto"))
+
+
+def test_readers_name_the_missing_values_of_the_last_record():
+    reader = read_csv(io.StringIO("a,b,c,y\n1,,3,p\n4,5,NA,q\n"), missing=["", "NA"])
+    seen = [(x, reader.last_missing) for x, _ in reader]
+    assert seen == [({"a": 1.0, "c": 3.0}, ("b",)), ({"a": 4.0, "b": 5.0}, ("c",))]
+    reader = read_jsonl(io.StringIO('{"a": 1, "b": null, "y": 0}\n{"a": 2, "y": 1}\n'))
+    assert [reader.last_missing for _ in reader] == [("b",), ()]

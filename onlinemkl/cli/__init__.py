@@ -35,7 +35,10 @@ report that time apart from the throughput.
 Nothing is guessed silently: a new model's task (``--task``) is the
 ``--learner``'s or is inferred from the first labels of the source
 (:mod:`._task`), the label column defaults to the last csv column, and both
-are printed on standard error with the reason; ``predict`` and ``serve``
+are printed on standard error with the reason (so is a sniffed csv delimiter other than a
+comma; a libsvm source's index base, detected or given, is saved with the model); a missing
+value (an empty cell, a jsonl null) is handled and counted the same way by ``train``,
+``evaluate`` and ``predict``; ``predict`` and ``serve``
 refuse examples whose feature names differ from the model's
 (``--allow-feature-mismatch`` to predict anyway); errors name the options.
 ``onlinemkl --version`` prints the version; ``python -m onlinemkl`` is the

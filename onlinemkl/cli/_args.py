@@ -67,6 +67,24 @@ def _add_source(p, predict=False):
                             "from the task: the text for classification, float for regression)")
     p.add_argument("--drop", metavar="COLUMN", action="append", default=None,
                    help="a csv column to ignore, e.g. an id (repeatable; default: none)")
+    p.add_argument("--categorical", metavar="COLUMN[,COLUMN...]", action="append", default=None,
+                   help="csv columns (jsonl keys) of text categories, read as one indicator feature per value, "
+                        "column=value, 1 for the example's value and 0 for the others met so far (repeatable or "
+                        "comma-separated; default: "
+                        + ("the model's, " if predict else "with --model the model's, else ")
+                        + "none: every feature is a number)")
+    p.add_argument("--delimiter", metavar="CHAR", default=None,
+                   help="the csv field separator: one character, or tab (default: sniffed among , ; tab | "
+                        "from the header and the next 20 lines, a socket's from its header; printed when it "
+                        "is not a comma)")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--zero-based", dest="zero_based", action="store_const", const=True, default=None,
+                      help="libsvm feature indices start at 0 (scikit-learn's dump_svmlight_file) (default: "
+                           + ("the model's training source's, else " if predict else "")
+                           + "detected: an index 0 in the first 1000 lines means from 0, else from 1; a socket "
+                             "is read from 1)")
+    base.add_argument("--one-based", dest="zero_based", action="store_const", const=False,
+                      help="libsvm feature indices start at 1, the LIBSVM convention (default: see --zero-based)")
     p.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
                    help="seconds to wait for a tcp:// source to connect and for each line")
 
@@ -150,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
         "standard input cannot be, so the run continues with the lines that come next). A crash loses at "
         "most the examples since the last checkpoint. SIGINT/SIGTERM finish the current example, write a "
         "checkpoint and exit with 128 + the signal number.",
+        "An empty csv cell or a jsonl null is a missing value: the example is learnt without that feature "
+        "(read as 0, the training mean behind the default scaler), as evaluate and predict do, and the "
+        "number of such examples per column is printed at the end.",
         example="onlinemkl train data.csv --target label -k rbf:gamma_scale=1 -k linear -p budget=2000 \\\n"
                 "    --save model.omkl --checkpoint-every 10000 --resume\n"
                 "onlinemkl train tcp://127.0.0.1:9000 --format jsonl --target y --task classification \\\n"
@@ -174,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub, "evaluate", _evaluate, "prequential (test-then-train) evaluation with river metrics",
         "Predict each example of SOURCE, score the prediction, then learn the example (prequential "
         "evaluation), with a progress bar (examples/s), a final table of the metrics and, with --plot, an "
-        "image of the learning curve and of the kernel weights over time.",
+        "image of the learning curve and of the kernel weights over time. Missing values (empty csv cells, "
+        "jsonl nulls) are handled as in train and predict, and counted.",
         example="onlinemkl evaluate data.csv --target label -p budget=1000 -m accuracy -m cohen_kappa "
                 "--plot curve.png",
         learners=True)
@@ -207,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
         "model never saw, which it would ignore, or one it knows that is absent, which would read as "
         "0, the training mean after the scaler) stops the run with an error naming them, unless "
         "--allow-feature-mismatch. Absent features are normal in libsvm sources (zeros are left out) "
-        "and are not reported there.",
+        "and are not reported there. A missing value (an empty csv cell, a jsonl null) is not an absent "
+        "column: as in train and evaluate, the example goes on without that feature, and the count of "
+        "such examples per column is printed at the end.",
         example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
                 "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba")
     pr.add_argument("model_file", metavar="MODEL", help="a model file written by train, evaluate, serve or save()")

@@ -9,7 +9,7 @@ from .._undo import snapshot as _snapshot
 from .._validation import check_example
 from ._errors import CommandError
 from ._model import final_step
-from ._source import Source
+from ._source import Source, cli_wording
 from ._warmup import compile_first
 
 
@@ -59,16 +59,18 @@ def open_run(args, model=None, meta=None):
     why, for :func:`~._model.show_notes` once the command's own checks have passed.
     """
     from ._model import _target_default, new_model, target_note
-    from ._task import model_task
+    from ._task import classifier_warning, model_task
 
     target = _target_default(args, meta)
-    if model is None:
+    new = model is None
+    if new:
         src = Source.from_args(args, target, task="auto")
         model, task_note = new_model(args, src)
     else:
-        src = Source.from_args(args, target, task=model_task(model))
+        src = Source.from_args(args, target, task=model_task(model), meta=meta, model=model)
         task_note = None
-    return model, src, [target_note(args, src), task_note]
+    warning = classifier_warning(args, src, model_task(model), from_model=not new)
+    return model, src, [src.delimiter_note(), target_note(args, src), task_note, warning]
 
 
 def start_run(model, args, src):
@@ -108,6 +110,7 @@ class Examples:
 def rejected(args, src, exc, command):
     """The learner rejected the example at ``src.position``: stop with ``--on-error raise``, else
     go on (with a warning on standard error for ``--on-error warn``)."""
+    exc = cli_wording(str(exc))
     if args.on_error == "raise":
         raise CommandError(f"{src.position}: the learner rejected the example: {exc}") from None
     if args.on_error == "warn":

@@ -6,9 +6,10 @@ import json
 import sys
 
 from .._feature_check import FeatureCheck
+from .._validation import check_example
 from ._errors import CommandError
 from ._model import _target_default, describe, final_step, load_model
-from ._source import Source, _report_skips
+from ._source import Source, _report_skips, cli_wording
 from ._warmup import compile_first, compile_note
 
 
@@ -21,7 +22,10 @@ def _predict(args) -> int:
     if note:
         print(f"onlinemkl predict: compile seconds: {note}", file=sys.stderr)
     target = _target_default(args, meta)
-    src = Source.from_args(args, target, labelled=False)
+    src = Source.from_args(args, target, labelled=False, meta=meta, model=model)
+    note = src.delimiter_note()
+    if note:
+        print(f"onlinemkl predict: {note}", file=sys.stderr)
     sparse = True if src.format == "libsvm" else None  # LIBSVM leaves zeros out: absent is normal
     check = None if args.allow_feature_mismatch else FeatureCheck(model, sparse=sparse)
     classes = None  # --proba: the class order of the first line, kept for every line
@@ -41,14 +45,16 @@ def _predict(args) -> int:
             except StopIteration:
                 break
             try:
-                bad = check.message(x) if check is not None else None
+                check_example(x)
+                # a missing value (an empty cell, null) is not a missing column: it is predicted without it
+                bad = check.message(x, src.missing_names()) if check is not None else None
                 if bad:
                     raise ValueError(f"{bad}; check the source's columns, or pass --allow-feature-mismatch")
                 pred = model.predict_one(x)
                 proba = model.predict_proba_one(x) if args.proba else None
             except (TypeError, ValueError) as exc:
                 if args.on_error == "raise":
-                    raise CommandError(f"{src.position}: {exc}") from None
+                    raise CommandError(f"{src.position}: {cli_wording(str(exc))}") from None
                 n_rejected += 1
                 pred, proba = None, None
             if args.proba:

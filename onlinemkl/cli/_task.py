@@ -30,6 +30,9 @@ from ._errors import CommandError
 SAMPLE = 1000
 #: More distinct whole-number labels than this in the sample: a quantity, not classes.
 MAX_CLASSES = 20
+#: A classifier given labels that are all numbers with more distinct values than this (or with more
+#: than half of them distinct, or with fractions) is warned that they look like a quantity.
+WARN_CLASSES = 50
 #: The learner of each task when neither ``--learner`` nor ``--model`` is given.
 DEFAULT_LEARNERS = {"classification": "obscure", "regression": "proximal-regressor"}
 TASKS = ("classification", "regression")
@@ -130,3 +133,51 @@ def choose(args, src) -> tuple:
         return task, learner, f"task: {task}, learner {learner}: {why} (--task {other} to override)"
     return task, learner, f"task: {task}, learner {learner} ({why})"
 
+
+
+def quantity_labels(labels):
+    """Why numeric labels look like a quantity rather than classes (a reason), or None.
+
+    Numbers with fractional parts, more than :data:`WARN_CLASSES` distinct values, or (in at
+    least 20 labels) more than half of them distinct.
+
+    >>> print(quantity_labels([str(i) for i in range(60)]))
+    60 distinct numbers in the first 60 labels, from 0 to 59
+    >>> quantity_labels(["1", "2", "1", "3"] * 10) is None, quantity_labels(["a", "b"]) is None
+    (True, True)
+    """
+    labels = list(labels)
+    values = [_number(y) for y in labels]
+    if not values or any(v is None or not math.isfinite(v) for v in values):
+        return None
+    distinct = sorted(set(values))
+    n, k = len(values), len(distinct)
+    fractional = [v for v in distinct if not v.is_integer()]
+    if not (fractional or k > WARN_CLASSES or (n >= 20 and k > n / 2)):
+        return None
+    why = f"{k} distinct numbers in the first {n} label{'s' if n != 1 else ''}"
+    return why + (f", with fractional parts (e.g. {_show(fractional, 3)})" if fractional else
+                  f", from {distinct[0]:g} to {distinct[-1]:g}")
+
+
+def classifier_warning(args, src, task, from_model=False):
+    """A warning (or None) when a classifier is about to learn labels that look like a quantity: it
+    would make one class per distinct value.  The labels at the head of ``src`` are sampled (not a
+    socket's, which cannot be read twice)."""
+    if task != "classification" or src.name.startswith("tcp://"):
+        return None
+    limit = getattr(args, "limit", None)
+    sample = src.peek(SAMPLE if limit is None else max(1, min(SAMPLE, limit)))
+    why = quantity_labels(y for _, y in sample)
+    if why is None:
+        return None
+    if from_model:
+        fix = ("for regression, train a new model with --task regression (--learner "
+               f"{DEFAULT_LEARNERS['regression']}) instead of --model")
+    else:
+        given = (f"--learner {args.learner}" if getattr(args, "learner", None) else
+                 f"--task {getattr(args, 'task', None) or 'classification'}")
+        fix = (f"{given} chose a classifier; for regression pass --learner {DEFAULT_LEARNERS['regression']} "
+               "(or --task regression)")
+    return (f"warning: the labels look like a quantity, not classes ({why}): a classifier learns one class "
+            f"per distinct value; {fix}")

@@ -18,8 +18,13 @@ from ._warmup import compile_note, warmup_name
 
 
 def _train_extra(src, consumed, complete):
-    return {TRAIN_KEY: {"examples_consumed": consumed, "source": src.name, "format": src.format,
-                        "target": src.resolved_target(), "complete": complete}}
+    info = {"examples_consumed": consumed, "source": src.name, "format": src.format,
+            "target": src.resolved_target(), "complete": complete}
+    if src.zero_based() is not None:
+        info["zero_based"] = src.zero_based()
+    if src.categorical:
+        info["categorical"] = list(src.categorical)
+    return {TRAIN_KEY: info}
 
 
 def _same_params(a, b) -> str | None:
