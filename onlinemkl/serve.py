@@ -17,9 +17,13 @@ anything malformed                        ``{"error": "...", "line": 3}``; the m
 
 ``x`` maps feature names to finite numbers (for a model whose features are
 numbers, e.g. trained from LIBSVM files, a key ``"3"`` means feature ``3``);
-``y`` is a JSON string, number or boolean (labels are compared with their
-type: ``"1"`` and ``1`` are two labels).  With a token the first line must be ``{"token": "..."}`` (reply
-``{"ok": true}``); a wrong token closes the connection.
+``y`` is a JSON string, number or boolean, compared with the model's classes by
+:func:`onlinemkl.features.label_key` (``1``, ``1.0``, ``"1"`` and ``"1.0"`` are one label, so a
+model trained on a CSV file's text labels learns from JSON numbers); a label of a kind the
+classes lack (a number for text classes, text that is not a number for numeric classes) is an
+error, never a new class.  A labelled line gets the feature check of a prediction (below).
+With a token the first line must be ``{"token": "..."}`` (reply ``{"ok": true}``); a wrong
+token closes the connection.  The full reference: ``docs/serving.md``.
 
 Several clients are served at once (a thread each); every use of the model
 (predict or learn) holds one lock, so the model never sees a torn update and
@@ -28,8 +32,13 @@ model unchanged: the learners check before they change anything, and the
 steps before the learner in a pipeline (e.g. the scaler) are restored if the
 learner rejects the example.
 
-A learner's ``max_features`` is enforced on the raw example, before the steps in front of the
-learner learn its new names; a prediction leaves no trace of the names it read in those steps.
+An example whose feature names differ from the model's (:class:`onlinemkl._feature_check.FeatureCheck`:
+a name never seen, or one present in every training example that is absent) is refused, for
+prediction and for learning alike, so a wrong client never teaches the model; setting
+:attr:`ModelServer.feature_check` to None (``--allow-feature-mismatch``) predicts and learns
+such examples.  A learner's ``max_features`` is enforced on the raw example, before the steps in
+front of the learner learn its new names; a prediction leaves no trace of the names it read in
+those steps.
 
 Safe defaults: the server binds to 127.0.0.1, reads lines of at most
 ``max_line_bytes`` (a longer line gets an error reply and is skipped),
@@ -479,9 +488,11 @@ class ModelServer:
         if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
             raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
-            bad = None if "y" in req or self.feature_check is None else self.feature_check.message(x)
-            if bad:
-                raise RequestError(f"{bad}; send the model's features, or serve with --allow-feature-mismatch")
+            bad = None if self.feature_check is None else self.feature_check.message(x)
+            if bad:  # a labelled line too: the model must not learn what it would refuse to predict
+                what = "not learnt" if "y" in req else "not predicted"
+                raise RequestError(f"{bad}: {what}; send the model's features, or serve with "
+                                   "--allow-feature-mismatch")
             if "y" in req and self._check_features is not None:
                 try:  # the learner's max_features, before the steps in front of it learn the new names
                     self._check_features(x)
