@@ -10,7 +10,8 @@ request                                   reply
 ``{"x": {...}, "proba": true}``           ``{"prediction": "cat", "classes": ["cat", "dog"],
                                           "proba": [0.8, 0.2]}``
 ``{"x": {...}, "y": "dog"}``              ``{"prediction": "cat", "learned": true}`` (predict, then learn)
-``{"x": {...}, "id": 17}``                the reply carries ``"id": 17`` too
+``{"x": {...}, "id": 17}``                the reply carries ``"id": 17`` too (an error reply as well,
+                                          once the line is a valid request)
 anything malformed                        ``{"error": "...", "line": 3}``; the model is unchanged and the
                                           connection stays open
 ========================================  ===========================================================
@@ -439,15 +440,19 @@ class ModelServer:
     def handle_line(self, line: bytes) -> dict:
         """The reply to one request line (never raises for a bad request)."""
         self.n_requests += 1
+        req = None
         try:
             req = self.parse(line)
             reply = self.handle(req)
         except RequestError as exc:
-            self.n_errors += 1
-            return {"error": str(exc)}
+            reply = {"error": str(exc)}
         except Exception as exc:  # the model rejected the example (its message says why)
-            self.n_errors += 1
-            return {"error": f"{type(exc).__name__}: {exc}"}
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        else:
+            return reply
+        self.n_errors += 1
+        if req is not None and "id" in req:  # a valid request the model refused: its id, as a reply's
+            reply["id"] = req["id"]
         return reply
 
     @staticmethod
@@ -485,7 +490,7 @@ class ModelServer:
         if self.numbered_features:
             x = {_number(k): v for k, v in x.items()}
         reply = {}
-        if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
+        if req.get("proba") and not hasattr(_final(self.model), "predict_proba_one"):  # a pipeline has the method
             raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
             bad = None if self.feature_check is None else self.feature_check.message(x)

@@ -420,3 +420,19 @@ def test_a_label_of_a_kind_the_classes_lack_is_an_error_not_a_class(text_label_m
         assert sorted(numbers._labels.labels) == [0, 1, 2, 3]
     finally:
         srv.shutdown(timeout=5)
+
+
+def test_error_replies_carry_the_request_id_and_a_regressor_pipeline_has_no_proba():
+    from onlinemkl.river import ProximalMKLRegressor
+
+    srv = ModelServer(preprocessing.StandardScaler() | ProximalMKLRegressor(budget=10), port=0, log=None)
+    try:
+        r = srv.handle_line(b'{"x": {"a": 1.0}, "proba": true, "id": "q1"}')
+        assert r == {"error": '"proba": this model is a regressor and has no class probabilities', "id": "q1"}
+        r = srv.handle_line(b'{"x": {"a": 1.0}, "y": "spam", "id": 7}')
+        assert "regression target must be a finite number" in r["error"] and r["id"] == 7
+        assert "id" not in srv.handle_line(b'{"x": {"a": "high"}, "id": 8}')  # not a valid request: no id read
+        assert srv.handle_line(b'{"x": {"a": 1.0}, "y": 2.5, "id": 9}') == {"prediction": 0.0, "learned": True,
+                                                                             "id": 9}
+    finally:
+        srv.shutdown(timeout=5)
