@@ -453,7 +453,7 @@ class LabelMap:
         raise ValueError(
             f"label {y!r} is text, but this model's classes are numbers ({_shown(self.labels)}): text that is not "
             "a number is refused rather than made a new class. Send one of the classes (as a number or its text), "
-            "or a number for a new class; a model whose classes mix numbers and text is trained from such labels")
+            "or a number for a new class")
 
     @classmethod
     def from_classes(cls, classes: np.ndarray) -> LabelMap:
