@@ -16,6 +16,7 @@ import os
 import pathlib
 import re
 import shlex
+import subprocess
 
 import pytest
 
@@ -76,17 +77,23 @@ def test_python_examples_run(page, tmp_path, monkeypatch):
     namespace = {"__name__": "__doc_example__"}
     name = page.relative_to(ROOT).as_posix()
     ran = 0
-    for lang, line, code, skip in blocks(page):
-        if lang != "python":
-            continue
-        where = f"{name}:{line}"
-        tree = compile(code, where, "exec", ast.PyCF_ONLY_AST)
-        if skip is not None:
-            undefined = sorted(_names_read(tree) - set(namespace))
-            assert not undefined, f"{where} (not run: {skip}) reads {undefined}, defined nowhere on the page"
-            continue
-        exec(compile(tree, where, "exec"), namespace)  # an exception names the page and the line
-        ran += 1
+    try:
+        for lang, line, code, skip in blocks(page):
+            if lang != "python":
+                continue
+            where = f"{name}:{line}"
+            tree = compile(code, where, "exec", ast.PyCF_ONLY_AST)
+            if skip is not None:
+                undefined = sorted(_names_read(tree) - set(namespace))
+                assert not undefined, f"{where} (not run: {skip}) reads {undefined}, defined nowhere on the page"
+                continue
+            exec(compile(tree, where, "exec"), namespace)  # an exception names the page and the line
+            ran += 1
+    finally:  # a page that starts a server and fails before stopping it leaves no process behind
+        for value in list(namespace.values()):
+            if isinstance(value, subprocess.Popen) and value.poll() is None:
+                value.kill()
+                value.wait(timeout=30)
     if name == "README.md":
         assert ran >= 6
 
