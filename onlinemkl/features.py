@@ -349,6 +349,10 @@ def _label_kind(y):
     return None
 
 
+#: At most this many other forms of known labels are remembered (a bound on a stream of "1.0", "1.00", ...).
+_ALIASES = 64
+
+
 def _shown(labels) -> str:
     out = ", ".join(repr(v) for v in labels[:6])
     return out + (f", ... ({len(labels)} in all)" if len(labels) > 6 else "")
@@ -386,13 +390,14 @@ class LabelMap:
     [1, 0, 1]
     """
 
-    __slots__ = ("labels", "index", "classes", "_kinds")
+    __slots__ = ("labels", "index", "classes", "_kinds", "_alias")
 
     def __init__(self, labels=()):
         self.labels: list = []
         self.index: dict = {}  # label_key(label) -> index
         self.classes = None  # the sorted numpy classes_ of the array API
         self._kinds: set = set()  # "number" / "text" of the labels' forms (None: no check)
+        self._alias: dict = {}  # a few other forms met of known labels ("1" for the key 1) -> index
         for y in labels:
             k = self._key(y)
             if k in self.index:
@@ -430,8 +435,14 @@ class LabelMap:
             raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
         if idx is not None:
             return idx, y
+        idx = self._alias.get(y)
+        if idx is not None:
+            return idx, None
         k = label_key(y)
-        return self.index.get(k), k
+        idx = self.index.get(k)
+        if idx is not None and len(self._alias) < _ALIASES:  # a CSV file's "1" for the key 1: found at once next time
+            self._alias[y] = idx
+        return idx, k
 
     def _check_new(self, y, key):
         """Raise ``ValueError`` for a new label the map must not add: NaN, or a kind its labels lack.
@@ -476,8 +487,8 @@ class LabelMap:
     def check(self, labels) -> None:
         """Raise as :meth:`add` would on any of ``labels`` added in order; the map is not changed."""
         trial = LabelMap.__new__(LabelMap)
-        trial.labels, trial.index, trial.classes, trial._kinds = list(self.labels), dict(self.index), None, set(
-            self._kinds)
+        trial.labels, trial.index, trial.classes = list(self.labels), dict(self.index), None
+        trial._kinds, trial._alias = set(self._kinds), dict(self._alias)
         for y in labels:
             trial.add(y)
 
