@@ -305,8 +305,9 @@ _NUMBER_TEXT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?")
 def label_key(y):
     """The canonical form under which a classifier compares label ``y``.
 
-    Every source of labels goes through it (river faces, the server, the command line, the
-    readers' text and JSON labels), so that one class is one label however it was written:
+    Every label map of a stream classifier compares labels by it (river faces, the sequence
+    labeller, the server, the command line, merging), so that one class is one label whether
+    it came from a CSV file (text), JSON lines or LIBSVM (numbers) or Python:
 
     * a number is itself, a whole number as an ``int``: ``1``, ``1.0``, ``True`` and
       ``np.int64(1)`` are ``1``;
