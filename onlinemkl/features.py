@@ -8,13 +8,15 @@ engines learn.  Arrays need no feature map: their columns are the features.
 
 from __future__ import annotations
 
+import numbers
+import re
 import zlib
 
 import numpy as np
 
 from ._validation import MAX_ABS_VALUE, check_feature_value, first_out_of_range
 
-__all__ = ["FeatureMap", "LabelMap", "name_key", "MAX_FEATURES", "check_feature_cap", "hashed_column"]
+__all__ = ["FeatureMap", "LabelMap", "label_key", "name_key", "MAX_FEATURES", "check_feature_cap", "hashed_column"]
 
 #: Default ``max_features`` of the dict-input learners.  Every stored example is a dense float64
 #: row over all the features seen, so the cap bounds a model's memory on a stream whose feature
@@ -296,12 +298,78 @@ def _check_new_label(y) -> None:
                          "class; drop the example or give it a real label")
 
 
+#: Text that is a plain decimal number: a sign, digits without a leading zero, an optional fraction.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?")
+
+
+def label_key(y):
+    """The canonical form under which a classifier compares label ``y``.
+
+    Every label map of a stream classifier compares labels by it (river faces, the sequence
+    labeller, the server, the command line, merging), so that one class is one label whether
+    it came from a CSV file (text), JSON lines or LIBSVM (numbers) or Python:
+
+    * a number is itself, a whole number as an ``int``: ``1``, ``1.0``, ``True`` and
+      ``np.int64(1)`` are ``1``;
+    * text that is a plain decimal number (``"1"``, ``"+1"``, ``"1.0"``, ``" 2.50 "``; no
+      exponent, no leading zero) is that number: a CSV file's ``"1"`` is a JSON line's ``1``;
+    * any other value is itself (``"spam"``, ``"01"``, ``"1e3"``, a tuple).
+
+    >>> [label_key(v) for v in (1, 1.0, True, "1", "+1", "1.00", " 2.5 ", "01", "spam")]
+    [1, 1, 1, 1, 1, 1, 2.5, '01', 'spam']
+    """
+    t = type(y)
+    if t is str:
+        text = y.strip()
+        if _NUMBER_TEXT.fullmatch(text):
+            value = float(text)
+            return int(value) if value.is_integer() else value
+        return y
+    if t is int:
+        return y
+    if isinstance(y, str):  # a str subclass (numpy's str_)
+        return label_key(str(y))
+    if isinstance(y, numbers.Real) and not isinstance(y, numbers.Integral):
+        try:
+            value = float(y)
+        except (TypeError, ValueError, OverflowError):
+            return y
+        return int(value) if value.is_integer() else value
+    if isinstance(y, numbers.Integral):
+        return int(y)
+    return y
+
+
+def _label_kind(y):
+    """``"number"``, ``"text"`` (text that is not a number), ``"number text"`` (fits either) or None
+    (another kind of value: tuples and the like are not checked)."""
+    if isinstance(y, numbers.Real):
+        return "number"
+    if isinstance(y, str):
+        return "number text" if _NUMBER_TEXT.fullmatch(y.strip()) else "text"
+    return None
+
+
+#: At most this many other forms of known labels are remembered (a bound on a stream of "1.0", "1.00", ...).
+_ALIASES = 64
+
+
+def _shown(labels) -> str:
+    out = ", ".join(repr(v) for v in labels[:6])
+    return out + (f", ... ({len(labels)} in all)" if len(labels) > 6 else "")
+
+
 class LabelMap:
     """Labels (any hashable values) -> class indices.
 
-    Labels compare as Python values: ``True == 1 == 1.0`` are one label (the first one seen
-    names it), ``"1"`` and ``1`` are two.  NaN is rejected (``ValueError``): it equals nothing,
-    not even itself.
+    Labels are compared by :func:`label_key`: ``1``, ``1.0``, ``True``, ``"1"`` and ``"1.0"``
+    are one label, named by the first form seen.  A new label must be of a kind the model
+    already has: a number is refused by a classifier whose classes are all text (``'0'``, ``'1'``
+    from a CSV file: the number ``5`` is not one of them, the text ``"5"`` may become one), and
+    text that is not a number (``"spam"``) by one whose classes are all numbers; either would
+    otherwise become a new class silently.  A new class written as text that is a number, for a
+    model whose classes are numbers, is stored as that number.  NaN is rejected (``ValueError``):
+    it equals nothing, not even itself.
 
     Streams add labels in order of first appearance (:meth:`add`); the array
     API builds the map from the sorted ``classes_`` (:meth:`from_classes`) and
@@ -312,20 +380,92 @@ class LabelMap:
     >>> lm = LabelMap()
     >>> lm.add("cat"), lm.add("dog"), lm.add("cat"), lm.labels
     (0, 1, 0, ['cat', 'dog'])
+    >>> csv = LabelMap(["0", "1"])
+    >>> csv.add(1), csv.add("1.0"), csv.add("2"), csv.labels
+    (1, 1, 2, ['0', '1', '2'])
+    >>> csv.add(5)
+    Traceback (most recent call last):
+    ...
+    ValueError: label 5 is a number, but this model's classes are text ('0', '1', '2'): ...
     >>> LabelMap.from_classes(np.array([3, 7])).encode(np.array([7, 3, 7])).tolist()
     [1, 0, 1]
     """
 
-    __slots__ = ("labels", "index", "classes")
+    __slots__ = ("labels", "index", "classes", "_kinds", "_alias")
 
     def __init__(self, labels=()):
         self.labels: list = []
-        self.index: dict = {}
+        self.index: dict = {}  # label_key(label) -> index
         self.classes = None  # the sorted numpy classes_ of the array API
+        self._kinds: set = set()  # "number" / "text" of the labels' forms (None: no check)
+        self._alias: dict = {}  # a few other forms met of known labels ("1" for the key 1) -> index
         for y in labels:
-            if self.known(y):
-                raise ValueError(f"the label {y!r} is listed twice")
-            self.add(y)
+            k = self._key(y)
+            if k in self.index:
+                first = self.labels[self.index[k]]
+                if first == y and type(first) is type(y):
+                    raise ValueError(f"the label {y!r} is listed twice")
+                raise ValueError(f"the labels {first!r} and {y!r} are one label (label_key: {k!r}); list each "
+                                 "class once")
+            self._store(y, k)
+
+    @staticmethod
+    def _key(y):
+        """``label_key(y)``, hashable (``TypeError`` naming the label otherwise)."""
+        k = label_key(y)
+        try:
+            hash(k)
+        except TypeError:
+            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+        return k
+
+    def _store(self, y, key) -> int:
+        idx = len(self.labels)
+        self.labels.append(y)
+        self.index[key] = idx
+        kind = _label_kind(y)
+        if kind is not None:
+            self._kinds.add("number" if kind == "number" else "text")
+        return idx
+
+    def _find(self, y):
+        """``(index or None, key)`` of ``y``."""
+        try:
+            idx = self.index.get(y)  # a label in its canonical form (most streams): no conversion
+        except TypeError:
+            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
+        if idx is not None:
+            return idx, y
+        idx = self._alias.get(y)
+        if idx is not None:
+            return idx, None
+        k = label_key(y)
+        idx = self.index.get(k)
+        if idx is not None and len(self._alias) < _ALIASES:  # a CSV file's "1" for the key 1: found at once next time
+            self._alias[y] = idx
+        return idx, k
+
+    def _check_new(self, y, key):
+        """Raise ``ValueError`` for a new label the map must not add: NaN, or a kind its labels lack.
+        Returns the form to store: a number for number text among numeric classes, else ``y``."""
+        _check_new_label(y)
+        kinds = self._kinds
+        kind = _label_kind(y)
+        if not kinds or kind is None:
+            return y
+        if kind == "number text":
+            return key if kinds == {"number"} else y
+        if kind in kinds:
+            return y
+        if kind == "number":
+            raise ValueError(
+                f"label {y!r} is a number, but this model's classes are text ({_shown(self.labels)}): a number "
+                f"that matches none of them is refused rather than made a new class. Send one of the classes, "
+                f'or the new class as text ("{key}") if it is a new one')
+        raise ValueError(
+            f"label {y!r} is text, but this model's classes are numbers ({_shown(self.labels)}): text that is not "
+            "a number is refused rather than made a new class. Send one of the classes (as a number or its text), "
+            "or a number for a new class")
 
     @classmethod
     def from_classes(cls, classes: np.ndarray) -> LabelMap:
@@ -338,23 +478,26 @@ class LabelMap:
         return len(self.labels)
 
     def known(self, y) -> bool:
-        """Whether ``y`` has an index (``TypeError`` for an unhashable label, ``ValueError`` for NaN)."""
-        try:
-            found = y in self.index
-        except TypeError:
-            raise TypeError(f"label {y!r} is not hashable; labels must be hashable values") from None
-        if not found:
-            _check_new_label(y)
-        return found
+        """Whether ``y`` has an index; for a new label, ``ValueError`` if :meth:`add` would refuse it
+        (NaN, or a kind the classes lack) and ``TypeError`` if it is not hashable."""
+        idx, k = self._find(y)
+        if idx is None:
+            self._check_new(y, k)
+        return idx is not None
+
+    def check(self, labels) -> None:
+        """Raise as :meth:`add` would on any of ``labels`` added in order; the map is not changed."""
+        trial = LabelMap.__new__(LabelMap)
+        trial.labels, trial.index, trial.classes = list(self.labels), dict(self.index), None
+        trial._kinds, trial._alias = set(self._kinds), dict(self._alias)
+        for y in labels:
+            trial.add(y)
 
     def add(self, y) -> int:
-        """The index of ``y``, given the next one if it is new."""
-        idx = self.index.get(y)
+        """The index of ``y``, given the next one if it is new (``ValueError`` as :meth:`known`)."""
+        idx, k = self._find(y)
         if idx is None:
-            _check_new_label(y)
-            idx = len(self.labels)
-            self.labels.append(y)
-            self.index[y] = idx
+            idx = self._store(self._check_new(y, k), k)
         return idx
 
     def encode(self, y: np.ndarray, binary: bool = False) -> np.ndarray:

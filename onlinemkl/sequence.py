@@ -240,6 +240,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         if L == 0:
             return
         self._label_indices_check(ys)
+        self._labels.check(ys)  # every new label of a kind the model has, before anything changes
         X = self._rows(xs, grow=True)  # validates before recording anything
         idx = np.array([self._labels.add(y) for y in ys], dtype=np.int64)
         if len(self._labels) > self._engine.n_labels:

@@ -10,16 +10,21 @@ request                                   reply
 ``{"x": {...}, "proba": true}``           ``{"prediction": "cat", "classes": ["cat", "dog"],
                                           "proba": [0.8, 0.2]}``
 ``{"x": {...}, "y": "dog"}``              ``{"prediction": "cat", "learned": true}`` (predict, then learn)
-``{"x": {...}, "id": 17}``                the reply carries ``"id": 17`` too
+``{"x": {...}, "id": 17}``                the reply carries ``"id": 17`` too (an error reply as well,
+                                          once the line is a valid request)
 anything malformed                        ``{"error": "...", "line": 3}``; the model is unchanged and the
                                           connection stays open
 ========================================  ===========================================================
 
 ``x`` maps feature names to finite numbers (for a model whose features are
 numbers, e.g. trained from LIBSVM files, a key ``"3"`` means feature ``3``);
-``y`` is a JSON string, number or boolean (labels are compared with their
-type: ``"1"`` and ``1`` are two labels).  With a token the first line must be ``{"token": "..."}`` (reply
-``{"ok": true}``); a wrong token closes the connection.
+``y`` is a JSON string, number or boolean, compared with the model's classes by
+:func:`onlinemkl.features.label_key` (``1``, ``1.0``, ``"1"`` and ``"1.0"`` are one label, so a
+model trained on a CSV file's text labels learns from JSON numbers); a label of a kind the
+classes lack (a number for text classes, text that is not a number for numeric classes) is an
+error, never a new class.  A labelled line gets the feature check of a prediction (below).
+With a token the first line must be ``{"token": "..."}`` (reply ``{"ok": true}``); a wrong
+token closes the connection.  The full reference: ``docs/serving.md``.
 
 Several clients are served at once (a thread each); every use of the model
 (predict or learn) holds one lock, so the model never sees a torn update and
@@ -28,8 +33,13 @@ model unchanged: the learners check before they change anything, and the
 steps before the learner in a pipeline (e.g. the scaler) are restored if the
 learner rejects the example.
 
-A learner's ``max_features`` is enforced on the raw example, before the steps in front of the
-learner learn its new names; a prediction leaves no trace of the names it read in those steps.
+An example whose feature names differ from the model's (:class:`onlinemkl._feature_check.FeatureCheck`:
+a name never seen, or one present in every training example that is absent) is refused, for
+prediction and for learning alike, so a wrong client never teaches the model; setting
+:attr:`ModelServer.feature_check` to None (``--allow-feature-mismatch``) predicts and learns
+such examples.  A learner's ``max_features`` is enforced on the raw example, before the steps in
+front of the learner learn its new names; a prediction leaves no trace of the names it read in
+those steps.
 
 Safe defaults: the server binds to 127.0.0.1, reads lines of at most
 ``max_line_bytes`` (a longer line gets an error reply and is skipped),
@@ -430,15 +440,19 @@ class ModelServer:
     def handle_line(self, line: bytes) -> dict:
         """The reply to one request line (never raises for a bad request)."""
         self.n_requests += 1
+        req = None
         try:
             req = self.parse(line)
             reply = self.handle(req)
         except RequestError as exc:
-            self.n_errors += 1
-            return {"error": str(exc)}
+            reply = {"error": str(exc)}
         except Exception as exc:  # the model rejected the example (its message says why)
-            self.n_errors += 1
-            return {"error": f"{type(exc).__name__}: {exc}"}
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        else:
+            return reply
+        self.n_errors += 1
+        if req is not None and "id" in req:  # a valid request the model refused: its id, as a reply's
+            reply["id"] = req["id"]
         return reply
 
     @staticmethod
@@ -476,12 +490,14 @@ class ModelServer:
         if self.numbered_features:
             x = {_number(k): v for k, v in x.items()}
         reply = {}
-        if req.get("proba") and not hasattr(self.model, "predict_proba_one"):
+        if req.get("proba") and not hasattr(_final(self.model), "predict_proba_one"):  # a pipeline has the method
             raise RequestError('"proba": this model is a regressor and has no class probabilities')
         with self.lock:
-            bad = None if "y" in req or self.feature_check is None else self.feature_check.message(x)
-            if bad:
-                raise RequestError(f"{bad}; send the model's features, or serve with --allow-feature-mismatch")
+            bad = None if self.feature_check is None else self.feature_check.message(x)
+            if bad:  # a labelled line too: the model must not learn what it would refuse to predict
+                what = "not learnt" if "y" in req else "not predicted"
+                raise RequestError(f"{bad}: {what}; send the model's features, or serve with "
+                                   "--allow-feature-mismatch")
             if "y" in req and self._check_features is not None:
                 try:  # the learner's max_features, before the steps in front of it learn the new names
                     self._check_features(x)

@@ -178,7 +178,7 @@ def test_missing_feature_rule_follows_the_training_stream():
     assert FeatureCheck(OBSCUREClassifier()).problems({"x": 1.0}) == ([], [])  # knows nothing yet
 
 
-def test_server_reports_feature_mismatch_on_predictions_only(cls_model):
+def test_server_reports_feature_mismatch_on_predictions_and_labelled_lines(cls_model):
     from onlinemkl.serve import ModelServer
 
     srv = ModelServer(load(cls_model), port=0, log=None)
@@ -187,9 +187,11 @@ def test_server_reports_feature_mismatch_on_predictions_only(cls_model):
         assert "unknown feature 'bb'" in reply["error"] and "missing feature 'b'" in reply["error"]
         assert "--allow-feature-mismatch" in reply["error"]
         assert "prediction" in srv.handle_line(b'{"x": {"a": 0.3, "b": 1.0}}')
-        assert srv.handle_line(b'{"x": {"a": 0.3, "c": 1.0}, "y": "pos"}')["learned"]  # learning adds features
+        reply = srv.handle_line(b'{"x": {"a": 0.3, "c": 1.0}, "y": "pos"}')
+        assert "unknown feature 'c'" in reply["error"] and "not learnt" in reply["error"] and srv.n_learned == 0
         srv.feature_check = None  # what --allow-feature-mismatch sets
         assert "prediction" in srv.handle_line(b'{"x": {"zz": 0.3}}')
+        assert srv.handle_line(b'{"x": {"a": 0.3, "c": 1.0}, "y": "pos"}')["learned"]  # learning adds features
     finally:
         srv.shutdown(timeout=5)
 

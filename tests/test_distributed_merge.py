@@ -279,3 +279,22 @@ def test_compression_keeps_the_scores_of_rows_that_fit_the_budget(average):
     for x in TEST:
         sm, s_a, s_b = (model._engine.scores_one(model._row(x, False)) for model in (m, a, b))
         np.testing.assert_allclose(sm, (1.0 - w) * s_a + w * s_b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [OBSCUREClassifier, ProximalMKLClassifier])
+def test_labels_written_as_text_and_as_numbers_merge_into_one_class(cls):
+    """One model learnt the classes as a CSV file's text ('1'), the other as JSON numbers (1): the
+    merge has each class once, named as the first model names it, and its scores are the mean."""
+    names = sorted({y for _, y in TRAIN})
+    a, b = cls(replay=0), cls(replay=0)
+    for x, y in TRAIN[0::2]:
+        a.learn_one(x, str(names.index(y)))
+    for x, y in TRAIN[1::2]:
+        b.learn_one(x, names.index(y))
+    m = merge([a, b])
+    assert sorted(m._labels.labels) == sorted(a._labels.labels) == [str(i) for i in range(len(names))]
+    if cls is ProximalMKLClassifier:
+        for x in TEST[:5]:
+            sa, sb, sm = label_scores(a, x), label_scores(b, x), label_scores(m, x)
+            for lab in sm:
+                assert sm[lab] == pytest.approx(0.5 * sa.get(lab, 0.0) + 0.5 * sb[int(lab)], rel=1e-10, abs=1e-12)

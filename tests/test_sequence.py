@@ -312,10 +312,14 @@ def test_variable_lengths_empty_sequences_and_unseen_labels():
     # labels: only labels seen in training are predicted; a new label joins when learnt
     assert set(itertools.chain(*model.predict(X))) <= {0, 1, 2}
     rng = np.random.default_rng(0)
+    before = _snapshot(model)
+    with pytest.raises(ValueError, match="label 'new' is text, but this model's classes are numbers"):
+        model.learn_one(rng.normal(size=(3, 4)), [0, 1, "new"])  # the whole sequence refused
+    _assert_same(before, _snapshot(model))
     for _ in range(15):
-        model.learn_one(rng.normal(size=(3, 4)) + 6.0, ["new", "new", "new"])
-    assert model.classes_[-1] == "new"
-    assert model.predict_one(np.full((2, 4), 6.0)) == ["new", "new"]
+        model.learn_one(rng.normal(size=(3, 4)) + 6.0, [3, "3", 3.0])  # one new label, written three ways
+    assert model.classes_[-1] == 3
+    assert model.predict_one(np.full((2, 4), 6.0)) == [3, 3]
     # before any learning: no label to give
     fresh = SequenceMKLLabeler()
     assert fresh.predict_one(np.zeros((3, 2))) == [None, None, None] and fresh.predict_one([]) == []

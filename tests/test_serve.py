@@ -169,7 +169,9 @@ def test_a_label_the_learner_rejects_leaves_the_scaler_unchanged(tmp_path):
     for x, y in stream(30, seed=16, labels=(True, False)):
         pipe.learn_one(x, y)
     path = save(pipe, tmp_path / "bin.omkl")
-    srv = ModelServer(load(path), port=0, log=None).start()
+    srv = ModelServer(load(path), port=0, log=None)
+    srv.feature_check = None  # the line reaches the learner, past the scaler
+    srv.start()
     try:
         c = Client(srv.address)
         r = c.ask({"x": {"f0": 100.0, "new": 3.0}, "y": "cat"})
@@ -324,3 +326,113 @@ def test_serve_command_stops_cleanly_on_sigterm(model_file, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- what a labelled line may teach -----------------------------------------------------------------
+
+
+def test_a_labelled_line_gets_the_feature_check_of_a_prediction(server, model_file):
+    """The README's example line, sent to a model that knows other features, is refused, not learnt."""
+    srv = server(check_features=True)
+    ref = load(model_file)
+    c = Client(srv.address)
+    r = c.ask({"x": {"f1": 0.1}, "y": "spam"})
+    assert "unknown feature" not in r["error"]  # f1 is known here: the missing ones are named
+    assert "missing features 'f0', 'f3'" in r["error"] and "not learnt" in r["error"]
+    assert "--allow-feature-mismatch" in r["error"] and r["line"] == 1
+    r = c.ask({"x": {"f0": 0.1, "f1": 0.2, "f3": 0.3, "colour": 1.0}, "y": "spam"})
+    assert "unknown feature 'colour'" in r["error"] and "not learnt" in r["error"]
+    x, y = next(stream(1, seed=20))
+    assert c.ask({"x": x, "y": y})["learned"] is True  # the model's own features are learnt
+    ref.learn_one(x, y)
+    c.close()
+    with srv.lock:
+        assert_same_state(srv.model, ref)  # nothing of the refused lines: no class 'spam', no 'colour'
+        assert srv.model["OBSCUREClassifier"]._labels.labels == ref["OBSCUREClassifier"]._labels.labels
+    assert srv.n_learned == 1
+
+
+def test_allowing_a_feature_mismatch_learns_the_line(server, model_file):
+    srv = server(check_features=True)
+    srv.feature_check = None  # what --allow-feature-mismatch sets
+    c = Client(srv.address)
+    assert c.ask({"x": {"f1": 0.1}, "y": "spam"})["learned"] is True
+    c.close()
+    with srv.lock:
+        assert "spam" in srv.model["OBSCUREClassifier"]._labels.labels
+
+
+@pytest.fixture(scope="module")
+def text_label_model(tmp_path_factory):
+    """A model whose classes are the text '0', '1', '2', as a CSV file's label column gives them."""
+    import io
+
+    from streams import read_csv
+
+    lines = ["f0,f1,f2,f3,label"] + [",".join(f"{v:.4f}" for v in x.values()) + f",{'abc'.index(y)}"
+                                     for x, y in stream(90, seed=21, late_feature=False) if len(x) == 4]
+    pipe = preprocessing.StandardScaler() | OBSCUREClassifier(budget=30)
+    for x, y in read_csv(io.StringIO("\n".join(lines))):
+        pipe.learn_one(x, y)
+    assert sorted(pipe["OBSCUREClassifier"]._labels.labels) == ["0", "1", "2"]
+    return save(pipe, tmp_path_factory.mktemp("labels") / "text_labels.omkl")
+
+
+@pytest.mark.parametrize("label", [1, 1.0, "1", "1.0", "+1", True])
+def test_a_number_label_is_the_class_of_its_text(text_label_model, label):
+    srv = ModelServer(load(text_label_model), port=0, log=None)
+    ref = load(text_label_model)
+    x = {"f0": 0.5, "f1": -0.2, "f2": 0.1, "f3": 1.0}
+    try:
+        r = srv.handle_line(json.dumps({"x": x, "y": label, "proba": True}).encode())
+        assert r["learned"] is True and sorted(r["classes"]) == ["0", "1", "2"]
+        ref.learn_one(x, "1")  # the same step as the text label '1'
+        assert_same_state(srv.model, ref)
+    finally:
+        srv.shutdown(timeout=5)
+
+
+def test_a_label_of_a_kind_the_classes_lack_is_an_error_not_a_class(text_label_model, model_file):
+    x = {"f0": 0.5, "f1": -0.2, "f2": 0.1, "f3": 1.0}
+    srv = ModelServer(load(text_label_model), port=0, log=None)
+    try:
+        for label in (5, 2.5, -1):  # numbers matching none of the text classes
+            r = srv.handle_line(json.dumps({"x": x, "y": label}).encode())
+            assert f"label {label!r} is a number, but this model's classes are text" in r["error"]
+            assert f'the new class as text ("{label}")' in r["error"]
+        ref = load(text_label_model)
+        ref.predict_one(x)  # the server predicted before the learner refused the label
+        assert_same_state(srv.model, ref)
+        assert srv.handle_line(json.dumps({"x": x, "y": "5"}).encode())["learned"]  # text: a new class
+        assert srv.handle_line(json.dumps({"x": x, "y": "spam"}).encode())["learned"]
+        assert srv.model["OBSCUREClassifier"]._labels.labels[3:] == ["5", "spam"]
+    finally:
+        srv.shutdown(timeout=5)
+    numbers = OBSCUREClassifier(budget=20)
+    for x, y in stream(30, seed=22, labels=(0, 1, 2)):
+        numbers.learn_one(x, y)
+    srv = ModelServer(numbers, port=0, log=None)
+    srv.feature_check = None
+    try:
+        r = srv.handle_line(b'{"x": {"f0": 1.0}, "y": "spam"}')
+        assert "label 'spam' is text, but this model's classes are numbers (" in r["error"]
+        assert srv.handle_line(b'{"x": {"f0": 1.0}, "y": "3"}')["learned"]  # the text of a number: a number
+        assert sorted(numbers._labels.labels) == [0, 1, 2, 3]
+    finally:
+        srv.shutdown(timeout=5)
+
+
+def test_error_replies_carry_the_request_id_and_a_regressor_pipeline_has_no_proba():
+    from onlinemkl.river import ProximalMKLRegressor
+
+    srv = ModelServer(preprocessing.StandardScaler() | ProximalMKLRegressor(budget=10), port=0, log=None)
+    try:
+        r = srv.handle_line(b'{"x": {"a": 1.0}, "proba": true, "id": "q1"}')
+        assert r == {"error": '"proba": this model is a regressor and has no class probabilities', "id": "q1"}
+        r = srv.handle_line(b'{"x": {"a": 1.0}, "y": "spam", "id": 7}')
+        assert "regression target must be a finite number" in r["error"] and r["id"] == 7
+        assert "id" not in srv.handle_line(b'{"x": {"a": "high"}, "id": 8}')  # not a valid request: no id read
+        assert srv.handle_line(b'{"x": {"a": 1.0}, "y": 2.5, "id": 9}') == {"prediction": 0.0, "learned": True,
+                                                                             "id": 9}
+    finally:
+        srv.shutdown(timeout=5)

@@ -76,6 +76,29 @@ def test_csv_default_target_is_last_column_and_labels_stay_strings(tmp_path):
     assert list(read_csv(path)) == [({"a": 1.0, "b": 2.5}, "yes"), ({"a": -3.0, "b": 100.0}, "0")]
 
 
+def test_labels_of_every_reader_are_one_class_per_label():
+    """A CSV file's text labels, JSON numbers and text, and LIBSVM's numbers name the same classes:
+    a model learning from all three readers keeps the CSV file's two classes."""
+    from onlinemkl.features import label_key
+    from onlinemkl.river import ProximalMKLClassifier
+
+    csv_rows = list(read_csv(io.StringIO("a,label\n0.5,1\n-0.5,2\n0.7,1.0\n")))
+    jsonl_rows = list(read_jsonl(io.StringIO('{"x": {"a": 0.4}, "y": 1}\n{"x": {"a": -0.2}, "y": "2"}\n'
+                                             '{"x": {"a": 0.1}, "y": 2.0}\n')))
+    libsvm_rows = list(read_libsvm(io.StringIO("+1 1:0.3\n2.0 1:-0.6\n")))
+    assert [y for _, y in csv_rows] == ["1", "2", "1.0"]  # the readers keep the labels as written
+    assert [y for _, y in jsonl_rows] == [1, "2", 2.0] and [y for _, y in libsvm_rows] == [1, 2]
+    for rows in (csv_rows, jsonl_rows, libsvm_rows):
+        assert [label_key(y) for _, y in rows] in ([1, 2, 1], [1, 2, 2], [1, 2])
+    model = ProximalMKLClassifier(budget=20)
+    for x, y in csv_rows + jsonl_rows:
+        model.learn_one(x, y)
+    for x, y in libsvm_rows:
+        model.learn_one({"a": x[0]}, y)
+    assert model._labels.labels == ["1", "2"]
+    assert set(model.predict_proba_one({"a": 0.5})) == {"1", "2"}
+
+
 def test_csv_target_by_name_and_str_path(tmp_path):
     path = write(tmp_path / "d.csv", "a,y,b\n1,cat,2\n")
     records = list(read_csv(str(path), "y"))

@@ -252,8 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
         "{\"prediction\": ...} or {\"error\": ..., \"line\": N}; a bad line leaves the model unchanged "
         "and the connection open. With a token, the first line of a connection must be "
         "{\"token\": \"...\"}.",
-        "A prediction request (no \"y\") whose feature names differ from the model's gets an error reply "
-        "naming the unknown and missing ones, unless --allow-feature-mismatch.",
+        "A request whose feature names differ from the model's (with or without \"y\") gets an error "
+        "reply naming the unknown and missing ones and is not learnt, unless --allow-feature-mismatch. "
+        "The protocol: docs/serving.md.",
         "The first line on standard output is {\"listening\": \"HOST:PORT\", ...}. SIGTERM/SIGINT stop "
         "accepting connections, let each connection finish the line in progress, write --save and exit 0.",
         example="onlinemkl serve --model model.omkl --port 8765 --save model.omkl --token-file token.txt\n"
@@ -281,8 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--auth-timeout", metavar="SECONDS", type=float, default=DEFAULTS["auth_timeout"],
                     help="with a token: close a connection not authenticated this long after it connected")
     sv.add_argument("--allow-feature-mismatch", action="store_true",
-                    help="answer prediction requests whose feature names differ from the model's (default: an "
-                         "error reply naming the unknown and missing features)")
+                    help="predict and learn requests whose feature names differ from the model's (default: an "
+                         "error reply naming the unknown and missing features; nothing is learnt)")
     sv.add_argument("--save", metavar="PATH", default=None,
                     help="write the model here at shutdown and every --checkpoint-every learnt examples "
                          "(default: not saved)")

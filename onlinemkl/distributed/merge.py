@@ -56,6 +56,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._lazy import lazy_module
+from ..features import label_key
 from ..kernel_arrays import block_kernels
 from .compress import compress, group_norms
 
@@ -153,13 +154,15 @@ class _Expansion:
             self.Wbar = a["W_avg"][:, :d, :C] / max(T, 1)
 
 
-def _union(lists):
-    """Names in order of first appearance over the lists (the first list's order kept)."""
+def _union(lists, key=None):
+    """Names in order of first appearance over the lists (the first list's order kept); with ``key``,
+    names of one key are one name (labels: :func:`~onlinemkl.features.label_key`)."""
     out, seen = [], set()
     for names in lists:
         for v in names:
-            if v not in seen:
-                seen.add(v)
+            k = v if key is None else key(v)
+            if k not in seen:
+                seen.add(k)
                 out.append(v)
     return out
 
@@ -171,9 +174,9 @@ class _Union:
     def __init__(self, kind, exps, weights, names=None, labels=None):
         self.kind = kind
         self.names = _union(e.names for e in exps) if names is None else names
-        self.labels = _union(e.labels for e in exps) if labels is None else labels
+        self.labels = _union((e.labels for e in exps), label_key) if labels is None else labels
         col = {v: i for i, v in enumerate(self.names)}
-        lab = {v: i for i, v in enumerate(self.labels)}
+        lab = {label_key(v): i for i, v in enumerate(self.labels)}
         d, C = len(self.names), max(len(self.labels), 1)
         rows, cls, coef, avg, stamps, index = [], [], [], [], [], {}
         for e, w in zip(exps, weights):
@@ -181,13 +184,13 @@ class _Union:
             X = np.zeros((e.X.shape[0], d))
             X[:, cmap] = e.X
             if kind == "obscure":
-                lmap = np.array([lab[v] for v in e.labels] + [-1], dtype=np.int64)  # -1 stays -1
+                lmap = np.array([lab[label_key(v)] for v in e.labels] + [-1], dtype=np.int64)  # -1 stays -1
                 K = e.cls.copy()
                 if e.labels:
                     K = lmap[K]
             else:
                 K = np.zeros((e.cls.shape[0], C if self.labels else e.cls.shape[1]))
-                lmap = np.array([lab[v] for v in e.labels], dtype=np.int64) if e.labels else np.arange(e.cls.shape[1])
+                lmap = np.array([lab[label_key(v)] for v in e.labels], dtype=np.int64) if e.labels else np.arange(e.cls.shape[1])
                 K[:, lmap] = e.cls
             for i in range(X.shape[0]):
                 key = X[i].tobytes() + K[i].tobytes()
@@ -220,7 +223,7 @@ class _Union:
             self.Wbar = np.zeros((E, d, Cw))
             for e, w in zip(exps, weights):
                 cmap = np.array([col[v] for v in e.names], dtype=np.int64)
-                lmap = np.array([lab[v] for v in e.labels], dtype=np.int64) if e.labels else np.arange(e.W.shape[2])
+                lmap = np.array([lab[label_key(v)] for v in e.labels], dtype=np.int64) if e.labels else np.arange(e.W.shape[2])
                 self.W[np.ix_(np.arange(E), cmap, lmap)] += w * e.W
                 self.Wbar[np.ix_(np.arange(E), cmap, lmap)] += w * e.Wbar
 
@@ -445,7 +448,7 @@ def state_divergence(learner, a, b) -> float:
     _check_states([a, b], None, learner)
     exps = [_Expansion(kind, s) for s in (a, b)]
     names = _union(e.names for e in exps)
-    labels = _union(e.labels for e in exps)
+    labels = _union((e.labels for e in exps), label_key)
     ua, ub = (_Union(kind, [e], np.ones(1), names, labels) for e in exps)
     ck = _holder(learner, a, names)._engine.ck
     # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 <a, b>: the norms are in the states (kept up to date by

@@ -41,6 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._lazy import lazy_module
+from ..features import label_key
 from ..kernel_arrays import block_kernels
 from .merge import _union
 
@@ -96,7 +97,7 @@ class _Union:
 
     def __init__(self, models, weights, names, labels):
         col = {v: i for i, v in enumerate(names)}
-        lab = {v: i for i, v in enumerate(labels)}
+        lab = {label_key(v): i for i, v in enumerate(labels)}
         d, Y = len(names), len(labels)
         F = models[0].coef.shape[1]
         self.chain = [np.zeros((Y, Y)), np.zeros(Y), np.zeros(Y)]
@@ -104,7 +105,7 @@ class _Union:
         rows, beta, coef, avg, stamps, index = [], [], [], [], [], {}
         for m, w in zip(models, weights):
             cmap = np.array([col[v] for v in m.names], dtype=np.int64)
-            lmap = np.array([lab[v] for v in m.labels], dtype=np.int64)
+            lmap = np.array([lab[label_key(v)] for v in m.labels], dtype=np.int64)
             X = np.zeros((m.X.shape[0], d))
             X[:, cmap] = m.X
             B = np.zeros((m.X.shape[0], Y))
@@ -148,7 +149,7 @@ def _models(states, weights):
         raise ValueError(f"states were trained on arrays of different widths {widths}; merge models over the same "
                          "columns")
     names = _union(m.names for m in models)
-    labels = _union(m.labels for m in models)
+    labels = _union((m.labels for m in models), label_key)
     return fitted, models, names, labels
 
 

@@ -11,7 +11,7 @@ from .._core import obscure as _co
 from .._validation import check_choice, store_params
 from ..engines._replay import DEFAULT_WINDOW, check_replay, many_class_steps
 from ..engines.obscure import ObscureEngine, check_params, stream_step
-from ..features import MAX_FEATURES, LabelMap
+from ..features import MAX_FEATURES, LabelMap, label_key
 from ..kernels import kernels_in_use
 from ._base import EngineAdapter, softmax_dict
 
@@ -130,7 +130,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         if y is None:
             raise ValueError("y is None; learn_one needs a label")
         if self._engine.binary:
-            if not (isinstance(y, (bool, np.bool_)) or y in (0, 1)):
+            if not (isinstance(y, (bool, np.bool_)) or label_key(y) in (0, 1)):
                 raise ValueError(
                     f"label {y!r}: loss='hinge' is a binary classifier for True/False (or 1/0) labels, as river's "
                     "binary classifiers; use loss='multiclass_hinge' for other labels"
@@ -140,7 +140,10 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
 
     def learn_many(self, X, y, **kwargs):
         """``learn_one`` on each row of a DataFrame in order (every value and label checked first)."""
-        for x, label in self._frame_examples(X, y, self._check_label):
+        examples = self._frame_examples(X, y, self._check_label)
+        if not self._engine.binary:
+            self._labels.check([label for _, label in examples])  # new labels of one kind, as learn_one adds them
+        for x, label in examples:
             self.learn_one(x, label)
 
     def learn_one(self, x, y, **kwargs):
@@ -149,7 +152,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         self._check_label(y)
         if self._engine.binary:
             row = self._row(x, grow=True)
-            yi = 1 if y else -1
+            yi = 1 if label_key(y) else -1  # the text "0" is False
         else:
             row = self._row(x, grow=True)
             yi = self._labels.add(y)

@@ -97,7 +97,9 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
 
     def learn_many(self, X, y, **kwargs):
         """``learn_one`` on each row of a DataFrame in order (every value and label checked first)."""
-        for x, label in self._frame_examples(X, y, self._check_label):
+        examples = self._frame_examples(X, y, self._check_label)
+        self._labels.check([label for _, label in examples])  # new labels of one kind, as learn_one adds them
+        for x, label in examples:
             self.learn_one(x, label)
 
     def predict_proba_one(self, x, **kwargs):
