@@ -189,10 +189,19 @@ class RayBackend:
 
 def _small(model):
     """A fresh copy of ``model`` with its size parameters cut to :data:`SMALL_PARAMS` (the same
-    compiled variants: a budget stays a budget), or unchanged where the learner refuses that."""
-    params = final_learner(model)._get_params()
+    compiled variants: a budget stays a budget), or uncut where the learner refuses that."""
+    from .merge import _params, fresh_clone
+
+    learner = final_learner(model)
+    params = _params(learner)
     small = {k: min(params[k], v) for k, v in SMALL_PARAMS.items()
              if isinstance(params.get(k), int) and not isinstance(params.get(k), bool)}
+    if not hasattr(learner, "clone"):  # the scikit-learn-style sequence labeller
+        copy = fresh_clone(learner)
+        try:
+            return copy.set_params(**small)
+        except (TypeError, ValueError):
+            return fresh_clone(learner)
     try:
         return with_params(model, small)
     except (TypeError, ValueError):
@@ -245,11 +254,15 @@ def compile_for_workers(learners, sample, sync=None, progress=None) -> float:
     with bar, _Ticker(bar), blocking():
         for model in learners:
             model = _small(model)
-            if sync is None:
-                Worker(model, sample, track=True).run(len(sample))
-            else:
-                rule = DynamicAveraging(check_sync(sync).delta, period=max(1, len(sample) // 4))
-                run_protocol(model, LocalBackend(model, [sample[0::2], sample[1::2]], True), rule, SyncLog())
+            try:
+                if sync is None:
+                    Worker(model, sample, track=True).run(len(sample))
+                else:
+                    rule = DynamicAveraging(check_sync(sync).delta, period=max(1, len(sample) // 4))
+                    run_protocol(model, LocalBackend(model, [sample[0::2], sample[1::2]], True), rule, SyncLog())
+            except Exception as exc:  # the workers meet (and report) the same problem on the real data
+                _log.info("compiling for the workers stopped (%s: %s); each worker compiles what is left",
+                          type(exc).__name__, exc)
     return time.perf_counter() - t0
 
 
