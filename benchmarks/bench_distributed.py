@@ -159,7 +159,8 @@ def main_cold(repeat, before=None, n=4000, budget=300):
             rows.append(dict(old, pair=pair, run=f"fit_ray, first call, checkout {before}",
                              ratio=old["seconds"] / single["seconds"], before=True))
             print(f"pair {pair}: first fit_ray of {before} {old['seconds']:.1f} s "
-                  f"({old['seconds'] / single['seconds']:.2f}x), workers compiled {old['workers_compiled']}", flush=True)
+                  f"({old['seconds'] / single['seconds']:.2f}x), workers compiled {old['workers_compiled']}",
+                  flush=True)
     load_end = os.getloadavg()
     ratios = [r["ratio"] for r in rows if "ratio" in r and not r.get("before")]
     notes = (f"ProximalMKLClassifier(budget={budget}) on the first {n} examples of river RandomRBF(seed_model=7, "

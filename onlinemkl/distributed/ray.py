@@ -160,7 +160,8 @@ class RayBackend:
         self.k = len(actors)
         self.deal = deal
         self.actors = actors
-        ray.get([a.reset.remote(learner, None if deal is not None else shards[i], track) for i, a in enumerate(self.actors)])
+        ray.get([a.reset.remote(learner, None if deal is not None else shards[i], track)
+                 for i, a in enumerate(self.actors)])
 
     def _all(self, method, *args):
         return self.ray.get([getattr(a, method).remote(*args) for a in self.actors])
