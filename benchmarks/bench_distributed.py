@@ -15,20 +15,170 @@
 
 The machine has 2 cores shared with other jobs: the load average at the start and the end is
 in the report.  ``--quick``: 2*10^4 examples, a grid on 5,000.
+
+``--cold``: the first ``fit_ray`` on an empty compile cache against one process that compiles
+first and then learns the same rows.  Each run is a fresh child process with its own fresh,
+empty ``NUMBA_CACHE_DIR``; the two alternate back to back, ``--repeat`` times (default 2), and
+each pair gives a ratio (the machine is shared, so ratios, not seconds).  ``one process``: the
+learner learning 4,000 examples prequentially, each entry point compiled in the foreground at
+its first call (no background compilation).  ``fit_ray cold``:
+``fit_ray(ProximalMKLClassifier(budget=300), two shards of 2,000, num_workers=2)``, timed from
+the call to its return (``ray.init`` apart, reported beside); the workers' compile counts (entry
+points compiled, not loaded from the cache) are reported too.
+The result replaces the ``cold`` entry of ``results/distributed.json`` and the matching section
+of ``results/distributed.md`` (a full run keeps the last one).
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
 import math
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import quick_args, write_report  # noqa: E402
+from _common import RESULTS, markdown_table, write_report  # noqa: E402
+
+HERE = Path(__file__).resolve().parents[1]
+
+#: The child of ``--cold``: ``single`` (compile, then learn) or ``ray`` (the first fit_ray).
+COLD_CHILD = r'''
+import itertools, json, sys, time
+what, n, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+from river import metrics
+from river.datasets import synth
+from onlinemkl.river import ProximalMKLClassifier
+data = list(itertools.islice(synth.RandomRBF(seed_model=7, seed_sample=7, n_classes=3, n_features=10), n))
+learner = ProximalMKLClassifier(budget=budget)
+out = {}
+if what == "single":
+    from onlinemkl._compile import compile_stats
+    from onlinemkl._lazy import blocking
+    acc = metrics.Accuracy()
+    t0 = time.perf_counter()
+    with blocking():  # each entry point compiles in the foreground at its first call
+        for i, (x, y) in enumerate(data):
+            acc.update(y, learner.predict_one(x))
+            learner.learn_one(x, y)
+            if i == 0:
+                out["compile_seconds"] = time.perf_counter() - t0
+    out["seconds"] = time.perf_counter() - t0
+    out["accuracy"] = acc.get()
+    out["compiled"] = compile_stats()["compiled"]
+else:
+    import inspect
+    from onlinemkl.distributed import fit_ray
+    from onlinemkl.distributed.ray import _POOL, ray_init, release_workers
+    def compiled(host=None):  # a process's entry points compiled rather than loaded (also in an actor)
+        from numba.core.dispatcher import Dispatcher
+        found = {id(v): v for k, m in list(sys.modules.items()) if m is not None and k.startswith("onlinemkl._core.")
+                 for v in list(vars(m).values()) if isinstance(v, Dispatcher)}
+        return sum(len(d.stats.cache_misses) for d in found.values())
+    # progress=False where fit_ray has it (a checkout from before it did: --before)
+    kw = {"progress": False} if "progress" in inspect.signature(fit_ray).parameters else {}
+    t0 = time.perf_counter()
+    ray = ray_init(num_cpus=2)
+    out["ray_init_seconds"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model, log = fit_ray(learner, [data[0::2], data[1::2]], num_workers=2, metric=metrics.Accuracy(),
+                         keep_workers=True, **kw)
+    out["seconds"] = time.perf_counter() - t0
+    out["accuracy"] = log.metric
+    out["compiled"] = compiled()
+    out["workers_compiled"] = ray.get([h.__ray_call__.remote(compiled) for h in _POOL["hosts"]])
+    release_workers()
+    ray.shutdown()
+print("RESULT " + json.dumps(out))
+'''
+
+
+def cold_child(what, n, budget, checkout=HERE):
+    """One fresh child of ``checkout`` on a fresh empty cache: its RESULT dict, with its wall time to exit."""
+    with tempfile.TemporaryDirectory(prefix="omkl-cold-") as cache:
+        env = dict(os.environ, PYTHONPATH=str(checkout), NUMBA_CACHE_DIR=cache)
+        env.pop("ONLINEMKL_NO_CACHE", None)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", COLD_CHILD, what, str(n), str(budget)], env=env,
+                              cwd=tempfile.gettempdir(), capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"cold child {what} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return dict(json.loads(lines[-1][len("RESULT "):]), wall_to_exit=wall)
+
+
+COLD_TITLE = "## First fit_ray on an empty compile cache"
+
+
+def cold_markdown(cold) -> str:
+    """The ``--cold`` section of ``distributed.md``."""
+    rows = [{"pair": r["pair"], "run": r["run"], "seconds": r["seconds"], "ratio": r.get("ratio"),
+             "first example s": r.get("compile_seconds"), "ray.init s": r.get("ray_init_seconds"),
+             "compiled here": r["compiled"], "compiled by workers": r.get("workers_compiled"),
+             "prequential acc": r["accuracy"]} for r in cold["rows"]]
+    return (f"\n{COLD_TITLE}\n\n{cold['notes']}\n\n" + markdown_table(rows) + "\n")
+
+
+def attach_cold(cold) -> None:
+    """Put ``cold`` into ``results/distributed.json`` and its section into ``distributed.md``,
+    replacing the previous ones (the rest of both files stays)."""
+    jpath, mpath = RESULTS / "distributed.json", RESULTS / "distributed.md"
+    payload = json.loads(jpath.read_text()) if jpath.exists() else {"benchmark": "distributed", "rows": []}
+    payload["cold"] = cold
+    jpath.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+    md = mpath.read_text() if mpath.exists() else "# Distributed learning\n"
+    if COLD_TITLE in md:
+        head, _, rest = md.partition("\n" + COLD_TITLE)
+        nxt = rest.find("\n## ")
+        md = head + (rest[nxt:] if nxt >= 0 else "")
+    mpath.write_text(md.rstrip("\n") + "\n" + cold_markdown(cold))
+    print(cold_markdown(cold))
+    print(f"wrote {jpath} and {mpath}")
+
+
+def main_cold(repeat, before=None, n=4000, budget=300):
+    load_start = os.getloadavg()
+    rows = []
+    for pair in range(1, repeat + 1):
+        single = cold_child("single", n, budget)
+        first = cold_child("ray", n, budget)
+        ratio = first["seconds"] / single["seconds"]
+        rows.append(dict(single, pair=pair, run="one process: compile, then learn"))
+        rows.append(dict(first, pair=pair, run="fit_ray, 2 workers, first call", ratio=ratio))
+        print(f"pair {pair}: one process {single['seconds']:.1f} s, first fit_ray {first['seconds']:.1f} s "
+              f"({ratio:.2f}x), workers compiled {first['workers_compiled']}", flush=True)
+        if before is not None:
+            old = cold_child("ray", n, budget, before)
+            rows.append(dict(old, pair=pair, run=f"fit_ray, first call, checkout {before}",
+                             ratio=old["seconds"] / single["seconds"], before=True))
+            print(f"pair {pair}: first fit_ray of {before} {old['seconds']:.1f} s "
+                  f"({old['seconds'] / single['seconds']:.2f}x), workers compiled {old['workers_compiled']}",
+                  flush=True)
+    load_end = os.getloadavg()
+    ratios = [r["ratio"] for r in rows if "ratio" in r and not r.get("before")]
+    notes = (f"ProximalMKLClassifier(budget={budget}) on the first {n} examples of river RandomRBF(seed_model=7, "
+             "seed_sample=7, n_classes=3, n_features=10); every run a fresh process with a fresh empty "
+             "NUMBA_CACHE_DIR, the two alternating back to back.  'one process': the examples learnt "
+             "prequentially, each entry point compiled in the foreground at its first call ('first example s': "
+             "the first predict and learn, most of the compilation).  'fit_ray': the call "
+             f"with two shards of {n // 2} (every other example), num_workers=2, default sync (periodic averaging "
+             "every 100 examples per worker), timed from the call to its return; ray.init apart.  'ratio': fit_ray "
+             f"seconds over the one process's of the same pair: {', '.join(f'{r:.2f}x' for r in ratios)} (target "
+             "at most 1.3x).  'compiled': entry points this process compiled rather than loaded from the cache; "
+             "'by workers': each Ray actor's.  Load average (1, 5, 15 min) at the start "
+             f"{tuple(round(v, 1) for v in load_start)}, at the end {tuple(round(v, 1) for v in load_end)} on "
+             f"{os.cpu_count()} cores: other jobs shared them.  Command: python benchmarks/bench_distributed.py "
+             f"--cold --repeat {repeat}" + (f" --before {before}" if before else "") + "." +
+             ("  The 'checkout' rows: the same first fit_ray from that checkout (the code before the "
+              "workers loaded what the caller compiled), after the pair's two runs." if before else ""))
+    attach_cold({"rows": rows, "ratios": ratios, "notes": notes, "load_start": load_start, "load_end": load_end})
 
 
 def stream(n, offset=0):
@@ -73,7 +223,15 @@ def calibration(ray, n=10_000_000):
 
 
 def main(argv=None):
-    args = quick_args(argv, __doc__, "2*10^4 examples, a grid on 5,000")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="2*10^4 examples, a grid on 5,000")
+    ap.add_argument("--cold", action="store_true",
+                    help="only the first fit_ray on an empty compile cache against one process (see above)")
+    ap.add_argument("--repeat", type=int, default=2, help="--cold: pairs of runs (default 2)")
+    ap.add_argument("--before", type=Path, help="--cold: also the first fit_ray of this checkout in every pair")
+    args = ap.parse_args(argv)
+    if args.cold:
+        return main_cold(args.repeat, args.before)
     from river import metrics
 
     from onlinemkl.distributed import DynamicAveraging, fit_ray
@@ -138,8 +296,6 @@ def main(argv=None):
     ray.shutdown()
     load_end = os.getloadavg()
 
-    from _common import markdown_table
-
     notes = (f"Stream: river RandomRBF(seed_model=7, seed_sample=7, n_classes=3, n_features=10), {n} examples "
              f"for training, the next 5000 held out; ProximalMKLClassifier(budget={budget}); fit_ray checks "
              f"every {period} examples per worker.  ray.init(num_cpus=2): {t_init:.1f} s (not in the rows).  "
@@ -153,6 +309,8 @@ def main(argv=None):
              "compiled code from the cache); later calls reuse them (keep_workers=True).  A tune_ray call's "
              "first tasks start Ray's worker processes likewise; a second call reuses them.")
     name = "distributed_quick" if args.quick else "distributed"
+    previous = RESULTS / f"{name}.json"
+    cold = json.loads(previous.read_text()).get("cold") if previous.exists() else None
     _, md = write_report(name, rows, title="Distributed learning: 2 Ray workers vs one learner; a grid on Ray",
                          notes=notes, extra={"ray_init_seconds": t_init, "calibration_seconds": [cal_seq, cal_par], "grid": grid_rows, "load_start": load_start,
                                              "load_end": load_end, "grid_tables_equal": same})
@@ -160,6 +318,8 @@ def main(argv=None):
                f"The same table both ways: {same}.\n\n" + markdown_table(grid_rows))
     md.write_text(md.read_text() + section)
     print(section)
+    if cold is not None and name == "distributed":
+        attach_cold(cold)  # the last --cold measurement stays in the report
 
 
 if __name__ == "__main__":

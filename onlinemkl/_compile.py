@@ -175,6 +175,29 @@ class _Ticker:
             self._thread.join()
 
 
+def compile_stats() -> dict:
+    """What this process's compiled code came from: ``{"compiled": n, "loaded": m}``.
+
+    ``compiled`` counts the signatures of ``onlinemkl._core`` functions that Numba compiled in
+    this process (not found in the on-disk cache), ``loaded`` those it loaded from the cache.
+    A process that found everything it ran in the cache reports ``compiled == 0``;
+    :func:`onlinemkl.distributed.fit_ray` asks its Ray workers for this.
+    """
+    from numba.core.dispatcher import Dispatcher
+
+    seen, compiled, loaded = set(), 0, 0
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("onlinemkl._core."):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, Dispatcher) and id(value) not in seen:
+                seen.add(id(value))
+                stats = value.stats
+                compiled += len(stats.cache_misses)
+                loaded += len(stats.cache_hits)
+    return {"compiled": compiled, "loaded": loaded}
+
+
 def warmup(learners=None, progress=True, budget=None) -> dict:
     """Compile the learners' Numba code (or load it from the on-disk cache); per-learner seconds.
 

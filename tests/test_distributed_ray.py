@@ -1,5 +1,11 @@
 """fit_ray and tune_ray on Ray's local cluster (skipped without Ray): the Ray runs give what the
-in-process protocol gives.  One ``ray.init`` for the module; a few small runs."""
+in-process protocol gives, and the workers load the code this process compiled.  One ``ray.init``
+for the module; a few small runs.
+
+The cluster's workers are started with a compile cache of their own, empty
+(``NUMBA_CACHE_DIR`` in the job's ``runtime_env``), as on a cluster started from another
+environment: left to it, every worker would compile.  fit_ray and tune_ray hand them this
+process's cache instead."""
 
 import numpy as np
 import pytest
@@ -15,10 +21,11 @@ DATA = list(datasets.Phishing().take(400))
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cluster():
+def cluster(tmp_path_factory):
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("workers-own-cache"))}})
     yield
     if started:
         ray.shutdown()
@@ -41,6 +48,37 @@ def test_fit_ray_is_fit_local_and_kept_workers_start_afresh():
     assert log_a.syncs > 0
     release_workers()
     assert _POOL["hosts"] == []
+
+
+def test_workers_load_what_this_process_compiled():
+    from onlinemkl.distributed.ray import _POOL, release_workers
+
+    def _compile_stats(host):
+        """What a worker's compiled code came from (run in the actor; nested, so Ray ships it by value)."""
+        import sys
+
+        from numba.core.dispatcher import Dispatcher
+
+        found = {id(v): v for name, m in list(sys.modules.items()) if m is not None
+                 and name.startswith("onlinemkl._core.") for v in list(vars(m).values()) if isinstance(v, Dispatcher)}
+        return {"compiled": sum(len(d.stats.cache_misses) for d in found.values()),
+                "loaded": sum(len(d.stats.cache_hits) for d in found.values())}
+
+    learner = ProximalMKLClassifier(budget=40)
+    # delta > 0: the workers also measure their divergence; the budget fills, so they evict and replay
+    model, log = fit_ray(learner, [DATA[0::2], DATA[1::2]], sync=DynamicAveraging(1.0, period=50),
+                         metric=metrics.Accuracy(), keep_workers=True, progress=False)
+    try:
+        stats = ray.get([h.__ray_call__.remote(_compile_stats) for h in _POOL["hosts"]])
+        assert [s["compiled"] for s in stats] == [0, 0], stats
+        assert all(s["loaded"] > 0 for s in stats), stats
+        assert ray.get([h.compile_stats.remote() for h in _POOL["hosts"]]) == stats  # the library's count
+    finally:
+        release_workers()
+    assert log.checks > 0 and model.n_support_ <= 40
+    from onlinemkl._compile import compile_stats
+
+    assert compile_stats()["loaded"] + compile_stats()["compiled"] > 0  # this process's own
 
 
 def test_fit_ray_deals_one_stream_to_the_workers():

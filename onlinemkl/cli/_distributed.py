@@ -46,6 +46,7 @@ def train_workers(args) -> int:
     from ._loop import open_run
     from ._model import _model_from_args, describe, save_model, show_notes
     from ._train import _train_extra
+    from ._warmup import progress_flag
 
     if args.workers < 1:
         raise CommandError(f"--workers {args.workers}: must be at least 1")
@@ -64,7 +65,7 @@ def train_workers(args) -> int:
     show_notes(notes, "train")
     t0 = time.perf_counter()
     try:
-        model, log = fit_ray(model, [src], num_workers=args.workers, sync=sync)
+        model, log = fit_ray(model, [src], num_workers=args.workers, sync=sync, progress=progress_flag(args))
     except TypeError as exc:
         raise CommandError(f"--workers: {exc}") from None
     elapsed = time.perf_counter() - t0
@@ -129,7 +130,9 @@ def _tune(args) -> int:
     try:
         import ray  # noqa: F401
 
-        result = tune_ray(model, grid, stream, metric=metric)
+        from ._warmup import progress_flag
+
+        result = tune_ray(model, grid, stream, metric=metric, progress=progress_flag(args))
     except ImportError:
         print("onlinemkl tune: Ray is not installed: running the candidates one after another "
               "(pip install 'onlinemkl[ray]' to run them in parallel)", file=sys.stderr)
