@@ -14,21 +14,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._proba import class_probabilities
 from .._sync import ModelLock, _lock_of
 from .._validation import MAX_ABS_VALUE, check_target_value
 from ..engine import BufferEngine, recorded_kernels
 from ..features import FeatureMap, LabelMap, check_feature_cap
 from ..kernels import restoring_kernels
 
-__all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
+__all__ = ["EngineAdapter", "proba_dict", "proba_frame", "check_regression_target"]
 
 
-def softmax_dict(labels, scores) -> dict:
-    """``{label: softmax(scores)}``, computed with the max shifted out."""
-    s = np.asarray(scores, dtype=float)
-    e = np.exp(s - s.max())
-    e /= e.sum()
-    return {lab: float(v) for lab, v in zip(labels, e)}
+def proba_dict(labels, scores, binary: bool = False) -> dict:
+    """``{label: probability}`` of one example's class scores (binary: the first score is the
+    positive class's, labels ``[False, True]``), by :func:`onlinemkl._proba.class_probabilities`, the mapping the
+    scikit-learn faces' ``predict_proba`` uses too."""
+    s = np.asarray(scores, dtype=np.float64)
+    p = class_probabilities(s[:1] if binary else s[None], binary)[0]
+    return {lab: float(v) for lab, v in zip(labels, p.tolist())}
+
+
+def proba_frame(labels, scores, index, binary: bool = False):
+    """The pandas DataFrame of :func:`proba_dict` for many rows (one column per label)."""
+    import pandas as pd
+
+    return pd.DataFrame(class_probabilities(scores, binary), index=index, columns=list(labels))
 
 
 def check_regression_target(y) -> float:
