@@ -104,7 +104,7 @@ class EngineAdapter(ModelLock):
             self._engine.set_features(len(f.names), f.lookup)
         return row
 
-    def _frame_examples(self, X, y, check_label) -> list:
+    def _frame_examples(self, X, y, check_label, what="label") -> list:
         """``[(dict, label)]`` of a DataFrame and its labels for ``learn_many``, every value and label
         checked first (``check_label``), so that a rejected batch changes nothing; the examples then
         go through ``learn_one`` one by one, in order, and learn what a ``learn_one`` loop learns."""
@@ -114,7 +114,7 @@ class EngineAdapter(ModelLock):
             raise TypeError(f"X must be a pandas DataFrame; got {type(X).__name__}")
         labels = list(y)
         if len(labels) != len(X):
-            raise ValueError(f"y must hold one label per row of X ({len(X)} rows); got {len(labels)}")
+            raise ValueError(f"y must hold one {what} per row of X ({len(X)} rows); got {len(labels)}")
         rows = X.to_dict(orient="records")
         for x in rows:
             FeatureMap.values(x)

@@ -197,7 +197,7 @@ class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
         """``learn_one`` on each row of a DataFrame in order, with the targets of a Series (or any
         sequence) of the same length; every value and target is checked first, so a rejected batch
         changes nothing, and the model learnt is the one a ``learn_one`` loop learns."""
-        for x, target in self._frame_examples(X, y, check_regression_target):
+        for x, target in self._frame_examples(X, y, check_regression_target, what="target"):
             self.learn_one(x, target)
 
     def predict_one(self, x, **kwargs):
