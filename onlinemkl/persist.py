@@ -273,6 +273,7 @@ _BUILTIN = [
     _Entry("onlinemkl.ProximalMKLRegressor", "onlinemkl.proximal:ProximalMKLRegressor"),
     _Entry("onlinemkl.river.ProximalMKLClassifier", "onlinemkl.river._proximal:ProximalMKLClassifier"),
     _Entry("onlinemkl.river.ProximalMKLRegressor", "onlinemkl.river._proximal:ProximalMKLRegressor"),
+    _Entry("onlinemkl.river.Guard", "onlinemkl.river._guard:Guard"),
     _Entry("river.preprocessing.StandardScaler", "river.preprocessing.scale:StandardScaler",
            _scaler_dump, _scaler_build),
     _Entry("river.compose.Pipeline", "river.compose.pipeline:Pipeline", _pipeline_dump, _pipeline_build),

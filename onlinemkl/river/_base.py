@@ -16,12 +16,29 @@ import numpy as np
 
 from .._proba import class_probabilities
 from .._sync import ModelLock, _lock_of
-from .._validation import MAX_ABS_VALUE, check_target_value
+from .._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_target_value,
+                           with_upstream_hint)
 from ..engine import BufferEngine, recorded_kernels
 from ..features import FeatureMap, LabelMap, check_feature_cap
 from ..kernels import restoring_kernels
 
-__all__ = ["EngineAdapter", "proba_dict", "proba_frame", "check_regression_target"]
+__all__ = ["EngineAdapter", "proba_dict", "proba_frame", "check_regression_target", "upstream_hint"]
+
+_BAD_VALUE = (FeatureValueError, FeatureTypeError)
+
+
+class upstream_hint:
+    """Context manager: a bad feature value raised inside it gets
+    :data:`onlinemkl._validation.UPSTREAM_HINT` (the learner cannot tell whether a pipeline step
+    made the value, so the message says that it may have and what to do)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, _BAD_VALUE):
+            raise with_upstream_hint(exc) from None
+        return False
 
 
 def proba_dict(labels, scores, binary: bool = False) -> dict:
@@ -96,13 +113,21 @@ class EngineAdapter(ModelLock):
         """The validated float64 row of ``x`` over the engine's features; with ``grow`` new features
         get columns (after every value is checked, so a rejected example changes nothing)."""
         f = self._features
-        if not grow:
-            return f.encode(x, False)
-        n_before = len(f.names)
-        row = f.encode(x, True)
+        try:
+            if not grow:
+                return f.encode(x, False)
+            n_before = len(f.names)
+            row = f.encode(x, True)
+        except _BAD_VALUE as exc:
+            raise with_upstream_hint(exc) from None
         if len(f.names) != n_before:
             self._engine.set_features(len(f.names), f.lookup)
         return row
+
+    def _frame_rows(self, X) -> np.ndarray:
+        """The float64 rows of a DataFrame over the engine's features (unknown columns dropped)."""
+        with upstream_hint():
+            return self._features.frame(X, width=self._engine.n_features)
 
     def _frame_examples(self, X, y, check_label, what="label") -> list:
         """``[(dict, label)]`` of a DataFrame and its labels for ``learn_many``, every value and label
@@ -116,8 +141,9 @@ class EngineAdapter(ModelLock):
         if len(labels) != len(X):
             raise ValueError(f"y must hold one {what} per row of X ({len(X)} rows); got {len(labels)}")
         rows = X.to_dict(orient="records")
-        for x in rows:
-            FeatureMap.values(x)
+        with upstream_hint():
+            for x in rows:
+                FeatureMap.values(x)
         for label in labels:
             check_label(label)
         return list(zip(rows, labels))

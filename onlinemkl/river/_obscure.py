@@ -189,7 +189,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     # -- batch prediction (BLAS path) ---------------------------------------------------
 
     def _scores_many(self, X) -> np.ndarray:
-        return self._engine.scores_many(self._features.frame(X, width=self._engine.n_features))
+        return self._engine.scores_many(self._frame_rows(X))
 
     def predict_proba_many(self, X):
         """Class probabilities of a DataFrame's rows at once (BLAS kernel blocks; same

@@ -115,7 +115,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
         return self._labels.labels[int(s[: len(self._labels)].argmax())]
 
     def _scores_many(self, X) -> np.ndarray:
-        return self._engine.scores_many(self._features.frame(X, width=self._engine.n_features))[:, : len(self._labels)]
+        return self._engine.scores_many(self._frame_rows(X))[:, : len(self._labels)]
 
     def predict_proba_many(self, X):
         """Class probabilities of a DataFrame's rows at once (BLAS kernel blocks; the values of
@@ -210,5 +210,5 @@ class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
 
         if not isinstance(X, pd.DataFrame):
             raise TypeError(f"X must be a pandas DataFrame; got {type(X).__name__}")
-        M = self._features.frame(X, width=self._engine.n_features)
+        M = self._frame_rows(X)
         return pd.Series(self._engine.predict_many(M), index=X.index, dtype=float)
