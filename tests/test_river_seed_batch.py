@@ -41,10 +41,11 @@ def test_seed_sets_the_replay_draws_and_none_is_seed_0(cls):
 
 @pytest.mark.parametrize("cls", [OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor])
 def test_a_bad_seed_is_named(cls):
-    with pytest.raises(TypeError, match="seed"):
+    with pytest.raises(TypeError, match="seed='1': expected an integer"):
         cls(seed="1")
-    with pytest.raises(TypeError, match="seed"):
+    with pytest.raises(TypeError, match="seed=1.5: expected an integer"):
         cls(seed=1.5)
+    assert cls(seed=-3).seed == -3
 
 
 def test_a_model_saved_before_seed_existed_loads_and_predicts_the_same(tmp_path):
