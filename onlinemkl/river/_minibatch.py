@@ -145,7 +145,7 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
             if math.isfinite(v):
                 raise FeatureValueError(f"{name}: feature {X.columns[c]!r} = {v!r} (row {r}) {why}")
             raise FeatureValueError(f"{name} has a NaN or infinite value in column {X.columns[c]!r} (row {r}); "
-                             "impute or drop it before the learner")
+                                    "impute or drop it before the learner")
         return A
 
     def learn_many(self, X, y, **kwargs):
