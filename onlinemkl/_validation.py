@@ -21,6 +21,28 @@ TOO_LARGE = ("is too large: a value's magnitude must be at most 1e150 (its squar
               "drop the example")
 
 
+class FeatureValueError(ValueError):
+    """A feature value the learners refuse (NaN, infinite, or of magnitude above :data:`MAX_ABS_VALUE`);
+    the message names the feature."""
+
+
+class FeatureTypeError(TypeError):
+    """A feature value that is not a real number; the message names the feature."""
+
+
+#: Appended by the river learners to a feature value error: in a pipeline the value may come out
+#: of a step before the learner, not from the example the user passed.
+UPSTREAM_HINT = ("; if a transformer precedes this learner in a pipeline, the value may have come out of it "
+                 "rather than from your data (a StandardScaler that learnt one NaN or a value near 1e155 "
+                 "gives NaN for that feature on every later example): put onlinemkl.river.Guard() first in "
+                 "the pipeline to refuse such an example before any step learns it")
+
+
+def with_upstream_hint(exc: Exception) -> Exception:
+    """``exc`` (a :class:`FeatureValueError` or :class:`FeatureTypeError`) again, with :data:`UPSTREAM_HINT`."""
+    return type(exc)(f"{exc}{UPSTREAM_HINT}")
+
+
 def init_args(obj, args: dict) -> dict:
     """The constructor arguments of ``obj``'s class picked from ``args`` (``locals()`` in ``__init__``)."""
     names = inspect.signature(type(obj).__init__).parameters
@@ -146,17 +168,17 @@ def check_feature_value(name, value):
     if isinstance(value, bool):
         return float(value)
     if not isinstance(value, numbers.Real):
-        raise TypeError(
+        raise FeatureTypeError(
             f"feature {name!r} = {value!r} is not a number; encode categorical features "
             "(e.g. river's preprocessing.OneHotEncoder) before the learner"
         )
     if isinstance(value, numbers.Integral) and not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
-        raise ValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")  # before float(): it may overflow
+        raise FeatureValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")  # before float(): it may overflow
     v = float(value)
     if not math.isfinite(v):
-        raise ValueError(f"feature {name!r} = {value!r} is not finite; impute or drop it before the learner")
+        raise FeatureValueError(f"feature {name!r} = {value!r} is not finite; impute or drop it before the learner")
     if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-        raise ValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")
+        raise FeatureValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")
     return v
 
 
@@ -165,7 +187,8 @@ def check_example(x: dict) -> None:
 
     The boundary check of the command line and the server, run on the raw example *before* the
     pipeline: the steps in front of the learner (a ``StandardScaler``) keep running statistics
-    that one overflowing value would poison for good.
+    that one overflowing value would poison for good (in a river pipeline of your own,
+    :class:`onlinemkl.river.Guard` does it as the pipeline's first step).
     """
     lim = MAX_ABS_VALUE
     for k, v in x.items():

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from ._validation import MAX_ABS_VALUE, check_feature_value, first_out_of_range
+from ._validation import MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_feature_value, first_out_of_range
 
 __all__ = ["FeatureMap", "LabelMap", "label_key", "name_key", "MAX_FEATURES", "check_feature_cap", "hashed_column"]
 
@@ -258,15 +258,15 @@ class FeatureMap:
             try:
                 v = np.asarray(X[name], dtype=np.float64)
             except (TypeError, ValueError):
-                raise TypeError(f"feature {name!r} is not numeric; encode categorical features "
+                raise FeatureTypeError(f"feature {name!r} is not numeric; encode categorical features "
                                 "(e.g. river's preprocessing.OneHotEncoder) before the learner") from None
             found = first_out_of_range(v)
             if found is not None:
                 (r,), value, why = found
                 if not np.isfinite(value):
-                    raise ValueError(f"feature {name!r} has a NaN or infinite value; impute or drop it before the "
-                                     "learner")
-                raise ValueError(f"feature {name!r} = {value!r} (row {r}) {why}")
+                    raise FeatureValueError(f"feature {name!r} has a NaN or infinite value (row {r}); impute or drop "
+                                            "it before the learner")
+                raise FeatureValueError(f"feature {name!r} = {value!r} (row {r}) {why}")
             M[:, c] += v  # += : names hashed into one column add up
         return M
 

@@ -24,7 +24,7 @@ True
 True
 
 A river pipeline (``StandardScaler() | learner``) is saved the same way,
-scaler statistics included:
+scaler statistics included (and so is a scikit-learn ``Pipeline``, below):
 
 >>> from river import preprocessing
 >>> from onlinemkl.persist import save
@@ -87,6 +87,15 @@ custom objects, ``random_state`` as a ``RandomState`` object) makes
 ``classes_`` keeps its numpy dtype when it is not an object array.  river's
 windowed ``StandardScaler(window_size=...)`` cannot be saved (its state is
 a window of objects).
+
+A fitted scikit-learn ``Pipeline`` (``"sklearn.pipeline.Pipeline"``, its steps as children,
+``memory=None``) of onlinemkl estimators and the transformers ``StandardScaler``,
+``MinMaxScaler``, ``MaxAbsScaler``, ``RobustScaler``, ``Normalizer`` and ``PolynomialFeatures``
+(``"sklearn.preprocessing.<name>"``) is saved the same way: a transformer's ``params`` are its
+``get_params(deep=False)``, its state the fitted attributes its class is known to have (numeric
+arrays as entries, ``{"array": true, "scalar": ...}`` in the state; ``feature_names_in_`` as
+``{"names": [...]}``), see :mod:`onlinemkl._persist_sklearn`.  Any other step (or a
+``"passthrough"`` one) makes :func:`save` raise a ``TypeError`` naming the step.
 
 Reading checks, in order: the archive is intact (a truncated file has no
 central directory), every entry is stored uncompressed (what the writer
@@ -151,6 +160,7 @@ import inspect
 import io
 import json
 import re
+import sys
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -160,6 +170,7 @@ import numpy as np
 from ._archive import (ARRAY_KINDS, FORMAT_NAME, FORMAT_VERSION, MAX_META_BYTES, META, ModelFileError, add_entry,
                        read_verified, remove_stale_temporaries, write_atomic)
 from ._json_values import decode_value, encode_value
+from ._persist_sklearn import FITTED, pipeline_build, pipeline_dump, transformer_build, transformer_dump
 
 __all__ = [
     "FORMAT_NAME",
@@ -273,9 +284,12 @@ _BUILTIN = [
     _Entry("onlinemkl.ProximalMKLRegressor", "onlinemkl.proximal:ProximalMKLRegressor"),
     _Entry("onlinemkl.river.ProximalMKLClassifier", "onlinemkl.river._proximal:ProximalMKLClassifier"),
     _Entry("onlinemkl.river.ProximalMKLRegressor", "onlinemkl.river._proximal:ProximalMKLRegressor"),
+    _Entry("onlinemkl.river.Guard", "onlinemkl.river._guard:Guard"),
     _Entry("river.preprocessing.StandardScaler", "river.preprocessing.scale:StandardScaler",
            _scaler_dump, _scaler_build),
     _Entry("river.compose.Pipeline", "river.compose.pipeline:Pipeline", _pipeline_dump, _pipeline_build),
+    _Entry("sklearn.pipeline.Pipeline", "sklearn.pipeline:Pipeline", pipeline_dump, pipeline_build),
+    *(_Entry(target.replace(":", "."), target, transformer_dump, transformer_build) for target in FITTED),
 ]
 _REGISTRY: dict[str, _Entry] = {e.name: e for e in _BUILTIN}
 
@@ -309,6 +323,17 @@ def registered_name(obj) -> str:
     for entry in _REGISTRY.values():
         if entry.target == target:
             return entry.name
+    # Entries may name a class by its public path (``sklearn.preprocessing:StandardScaler``); they are
+    # resolved only when their package is imported already (it is, if obj is one of its classes).
+    package = cls.__module__.split(".")[0]
+    for entry in _REGISTRY.values():
+        module = entry.target.partition(":")[0]
+        if module.split(".")[0] == package and module in sys.modules:
+            try:
+                if _resolve(entry) is cls:
+                    return entry.name
+            except (ImportError, AttributeError):
+                continue
     raise TypeError(
         f"cannot save a {cls.__module__}.{cls.__qualname__}: it is not a registered model class "
         f"(registered: {', '.join(sorted(_REGISTRY))}); see onlinemkl.persist.register"
@@ -327,10 +352,13 @@ class _Writer:
         self.n_nodes = 0
 
     def node(self, obj, where: str) -> dict:
-        name = registered_name(obj)
-        entry = _REGISTRY[name]
-        dump = entry.dump or _protocol_dump
-        params, state, arrays, children = dump(obj)
+        try:
+            name = registered_name(obj)
+            entry = _REGISTRY[name]
+            dump = entry.dump or _protocol_dump
+            params, state, arrays, children = dump(obj)
+        except TypeError as exc:  # name the step of a pipeline
+            raise TypeError(f"{where}: {exc}") from None
         node_id = self.n_nodes
         self.n_nodes += 1
         node = {
@@ -373,7 +401,8 @@ def save(model, path, *, extra: dict | None = None) -> Path:
     ----------
     model
         A registered model: an onlinemkl learner (array or river API), a river
-        ``StandardScaler`` or a river ``Pipeline`` of registered steps.
+        ``StandardScaler``, ``onlinemkl.river.Guard``, a river ``Pipeline`` of registered steps,
+        or a scikit-learn ``Pipeline`` of onlinemkl estimators and common transformers.
     path
         The file to write (by convention ``*.omkl``); replaced atomically.
     extra

@@ -113,6 +113,11 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
         The river classifier's one pass defaults to 'norms'
         (``benchmarks/results/defaults_proximal_norms.md``); ``fit``'s epochs were not
         measured with it, so 'equal' stays here.""" + _FLAT_BUDGET_DOC + """
+    ``predict_proba`` is the softmax of the class scores (two classes: the logistic function of
+    :meth:`decision_function`), columns in the order of ``classes_``: the mapping of the river
+    face's ``predict_proba_one``; calibrated for ``loss='logistic'``, only monotone in the scores
+    for the hinge loss.
+
     Examples
     --------
     >>> from sklearn.datasets import load_iris

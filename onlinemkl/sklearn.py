@@ -19,6 +19,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._proba import class_probabilities
 from ._sync import ModelLock
 from ._validation import check_rows, check_target, first_out_of_range, float_array, writeable_contiguous
 from .engine import recorded_kernels
@@ -176,6 +177,19 @@ class EngineClassifier(EngineEstimator):
         if s.ndim == 1:
             return self.classes_[((s >= 0) if threshold_inclusive else (s > 0)).astype(int)]
         return self.classes_[np.argmax(s, axis=1)]
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n, n_classes), columns in the order of ``classes_``.
+
+        The softmax of :meth:`decision_function`'s class scores; with two classes, the logistic
+        function of the score for ``classes_[1]`` (``1 / (1 + exp(-s))``).  The mapping is the river
+        face's ``predict_proba_one`` (:func:`onlinemkl._proba.class_probabilities`), so both faces
+        give the same probabilities for the same scores.  They rank the classes as the scores do
+        but are calibrated only for a logistic loss (``ProximalMKLClassifier(loss='logistic')``);
+        a hinge loss gives scores of arbitrary scale.
+        """
+        s = self.decision_function(X)
+        return class_probabilities(s, s.ndim == 1)
 
     def _face_state(self):
         classes = np.asarray(self.classes_)

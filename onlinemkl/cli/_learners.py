@@ -45,6 +45,8 @@ _FEATURE_CAP = {"max_features": ("100000", "at most this many features: an examp
 _FEATURE_HASHING = {"feature_hashing": ("none", "hash feature names into this many fixed columns (for streams "
                                                 "whose names never stop changing)")}
 
+_REPLAY_SEED = {"seed": ("none", "seed of the replay draws, an int (none: 0, so that a run repeats itself)")}
+
 LEARNERS = {
     "obscure": LearnerSpec(
         name="obscure",
@@ -69,7 +71,7 @@ LEARNERS = {
                                "while the buffer has room, "
                                "from the reservoir once it is full)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
-            **_FEATURE_CAP, **_FEATURE_HASHING,
+            **_FEATURE_CAP, **_FEATURE_HASHING, **_REPLAY_SEED,
         },
     ),
 }
@@ -115,7 +117,7 @@ LEARNERS["proximal"] = LearnerSpec(
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")},
         {"group_steps": ("norms", "how a step is split among the kernels: 'norms' (a larger share to the kernels "
-                                  "with larger norms, the same total step) or 'equal'")}),
+                                  "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED}),
 )
 LEARNERS["proximal-regressor"] = LearnerSpec(
     name="proximal-regressor",
@@ -129,7 +131,7 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
          "loss": ("squared", "'squared' or 'epsilon_insensitive'"),
          "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")},
         {"group_steps": ("norms", "how a step is split among the kernels: 'norms' (a larger share to the kernels "
-                                  "with larger norms, the same total step) or 'equal'")}),
+                                  "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED}),
 )
 
 LEARNERS["polymkl"] = LearnerSpec(

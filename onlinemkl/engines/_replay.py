@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ReplayMemory", "check_replay", "many_class_steps", "replay_seed", "NO_MERGE", "DEFAULT_STEPS",
-           "MANY_CLASSES_STEPS", "FEW_CLASSES", "DEFAULT_WINDOW", "MAX_VALUES"]
+__all__ = ["ReplayMemory", "check_replay", "many_class_steps", "replay_seed", "river_seed", "NO_MERGE",
+           "DEFAULT_STEPS", "MANY_CLASSES_STEPS", "FEW_CLASSES", "DEFAULT_WINDOW", "MAX_VALUES"]
 
 #: Extra steps after a margin error (``replay='auto'``) and rows kept
 #: (``replay_window=``).
@@ -90,6 +90,19 @@ def many_class_steps(replay, steps: int) -> int | None:
 def replay_seed(random_state) -> int:
     """The replay generator's seed from a ``random_state``: the int itself, else 0 (reproducible)."""
     return int(random_state) if isinstance(random_state, (int, np.integer)) else 0
+
+
+def river_seed(seed) -> int:
+    """The replay generator's seed from a river face's ``seed`` (an int, or None for 0).
+
+    None gives seed 0, as the scikit-learn faces' ``random_state=None`` does for the draws: the
+    replay draws are the only randomness of a stream learner, and a default run that repeats
+    itself keeps results and saved models comparable.  Pass an int for another draw sequence.
+    """
+    from .._validation import check_number
+
+    check_number("seed", seed, integer=True, allow_none=True, hint=" (an int, or None)")
+    return replay_seed(seed)
 
 
 def _splitmix64(state: int) -> tuple[int, int]:

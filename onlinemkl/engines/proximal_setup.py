@@ -17,7 +17,7 @@ from .._buffer import EVICTION
 from .._lazy import lazy_module
 from .._validation import check_choice, check_number
 from ..kernels import Linear, default_regression_kernels, kernels_in_use
-from ._replay import check_replay, replay_seed
+from ._replay import check_replay, replay_seed, river_seed
 from .proximal import (CLASSIFICATION_LOSSES, GROUP_STEPS, REGRESSION_LOSSES, REGULARIZERS, SCHEDULES,
                        ProximalEngine)
 
@@ -127,11 +127,13 @@ def make_engine(p, n_outputs, loss_code, loss_at_zero, regression=False):
                          full_replay=not regression)
     group_steps = getattr(p, "group_steps", "equal")
     check_choice("group_steps", group_steps, tuple(GROUP_STEPS))
+    # the river faces' ``seed``, the scikit-learn faces' ``random_state``
+    seed = river_seed(p.seed) if hasattr(p, "seed") else replay_seed(getattr(p, "random_state", None))
     return ProximalEngine(st["kernels"], st["explicit"], loss_code, st["prox"], st["lam"], st["param"],
                           st["weights"], st["schedule"], st["eta0"], st["modulus"], st["gamma"],
                           p.budget, p.eviction, n_outputs, epsilon=getattr(p, "epsilon", 0.1),
                           average=bool(p.average), replay=steps, replay_window=p.replay_window,
-                          seed=replay_seed(getattr(p, "random_state", None)), group_steps=GROUP_STEPS[group_steps],
+                          seed=seed, group_steps=GROUP_STEPS[group_steps],
                           eta0_many=st["eta0_many"])
 
 

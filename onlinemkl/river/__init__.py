@@ -8,6 +8,9 @@ pipelines::
     from onlinemkl.river import OBSCUREClassifier
     model = preprocessing.StandardScaler() | OBSCUREClassifier()
 
+:class:`Guard` placed first (``Guard() | StandardScaler() | OBSCUREClassifier()``) refuses an
+example with a NaN, infinite, too large or non-numeric value before any step learns it.
+
 Adapters are imported on first use (PEP 562), each with its own engine only, and
 none imports scikit-learn, so a river pipeline starts faster.  Every adapter is
 a short declaration of its parameters over :class:`onlinemkl.river._base.EngineAdapter`.
@@ -21,6 +24,7 @@ _LAZY = {
     "ProximalMKLRegressor": "._proximal",
     "PolyMKLRegressor": "._polymkl",
     "NonlinearKRRRegressor": "._nonlinear",
+    "Guard": "._guard",
 }
 
 __all__ = [
@@ -29,6 +33,7 @@ __all__ = [
     "ProximalMKLRegressor",
     "PolyMKLRegressor",
     "NonlinearKRRRegressor",
+    "Guard",
 ]
 
 

@@ -14,21 +14,47 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._proba import class_probabilities
 from .._sync import ModelLock, _lock_of
-from .._validation import MAX_ABS_VALUE, check_target_value
+from .._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_target_value,
+                           with_upstream_hint)
 from ..engine import BufferEngine, recorded_kernels
 from ..features import FeatureMap, LabelMap, check_feature_cap
 from ..kernels import restoring_kernels
 
-__all__ = ["EngineAdapter", "softmax_dict", "check_regression_target"]
+__all__ = ["EngineAdapter", "proba_dict", "proba_frame", "check_regression_target", "upstream_hint"]
+
+_BAD_VALUE = (FeatureValueError, FeatureTypeError)
 
 
-def softmax_dict(labels, scores) -> dict:
-    """``{label: softmax(scores)}``, computed with the max shifted out."""
-    s = np.asarray(scores, dtype=float)
-    e = np.exp(s - s.max())
-    e /= e.sum()
-    return {lab: float(v) for lab, v in zip(labels, e)}
+class upstream_hint:
+    """Context manager: a bad feature value raised inside it gets
+    :data:`onlinemkl._validation.UPSTREAM_HINT` (the learner cannot tell whether a pipeline step
+    made the value, so the message says that it may have and what to do)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, _BAD_VALUE):
+            raise with_upstream_hint(exc) from None
+        return False
+
+
+def proba_dict(labels, scores, binary: bool = False) -> dict:
+    """``{label: probability}`` of one example's class scores (binary: the first score is the
+    positive class's, labels ``[False, True]``), by :func:`onlinemkl._proba.class_probabilities`, the mapping the
+    scikit-learn faces' ``predict_proba`` uses too."""
+    s = np.asarray(scores, dtype=np.float64)
+    p = class_probabilities(s[:1] if binary else s[None], binary)[0]
+    return {lab: float(v) for lab, v in zip(labels, p.tolist())}
+
+
+def proba_frame(labels, scores, index, binary: bool = False):
+    """The pandas DataFrame of :func:`proba_dict` for many rows (one column per label)."""
+    import pandas as pd
+
+    return pd.DataFrame(class_probabilities(scores, binary), index=index, columns=list(labels))
 
 
 def check_regression_target(y) -> float:
@@ -87,15 +113,23 @@ class EngineAdapter(ModelLock):
         """The validated float64 row of ``x`` over the engine's features; with ``grow`` new features
         get columns (after every value is checked, so a rejected example changes nothing)."""
         f = self._features
-        if not grow:
-            return f.encode(x, False)
-        n_before = len(f.names)
-        row = f.encode(x, True)
+        try:
+            if not grow:
+                return f.encode(x, False)
+            n_before = len(f.names)
+            row = f.encode(x, True)
+        except _BAD_VALUE as exc:
+            raise with_upstream_hint(exc) from None
         if len(f.names) != n_before:
             self._engine.set_features(len(f.names), f.lookup)
         return row
 
-    def _frame_examples(self, X, y, check_label) -> list:
+    def _frame_rows(self, X) -> np.ndarray:
+        """The float64 rows of a DataFrame over the engine's features (unknown columns dropped)."""
+        with upstream_hint():
+            return self._features.frame(X, width=self._engine.n_features)
+
+    def _frame_examples(self, X, y, check_label, what="label") -> list:
         """``[(dict, label)]`` of a DataFrame and its labels for ``learn_many``, every value and label
         checked first (``check_label``), so that a rejected batch changes nothing; the examples then
         go through ``learn_one`` one by one, in order, and learn what a ``learn_one`` loop learns."""
@@ -105,10 +139,11 @@ class EngineAdapter(ModelLock):
             raise TypeError(f"X must be a pandas DataFrame; got {type(X).__name__}")
         labels = list(y)
         if len(labels) != len(X):
-            raise ValueError(f"y must hold one label per row of X ({len(X)} rows); got {len(labels)}")
+            raise ValueError(f"y must hold one {what} per row of X ({len(X)} rows); got {len(labels)}")
         rows = X.to_dict(orient="records")
-        for x in rows:
-            FeatureMap.values(x)
+        with upstream_hint():
+            for x in rows:
+                FeatureMap.values(x)
         for label in labels:
             check_label(label)
         return list(zip(rows, labels))

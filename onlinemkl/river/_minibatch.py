@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from river import base
 
-from .._validation import check_feature_value, check_number, first_out_of_range
-from ._base import EngineAdapter, check_regression_target
+from .._validation import FeatureValueError, check_feature_value, check_number, first_out_of_range
+from ._base import EngineAdapter, check_regression_target, upstream_hint
 
 #: Buffered examples from which a model fitted on the partial first mini-batch replaces the running mean.
 MIN_PARTIAL = 4
@@ -113,7 +113,8 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
 
     def learn_one(self, x, y, **kwargs):
         y = check_regression_target(y)  # finite, and no square overflows (as every feature value)
-        values = self._features.values(x)  # validate before any change
+        with upstream_hint():
+            values = self._features.values(x)  # validate before any change
 
         def work():
             self._register(values)
@@ -125,6 +126,10 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
             work()
 
     def _frame(self, X, name="X"):
+        with upstream_hint():
+            return self._checked_frame(X, name)
+
+    def _checked_frame(self, X, name):
         if not isinstance(X, pd.DataFrame):
             raise TypeError(f"{name} must be a pandas DataFrame; got {type(X).__name__}")
         try:
@@ -138,9 +143,9 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
         if found is not None:
             (r, c), v, why = found
             if math.isfinite(v):
-                raise ValueError(f"{name}: feature {X.columns[c]!r} = {v!r} (row {r}) {why}")
-            raise ValueError(f"{name} has a NaN or infinite value in column {X.columns[c]!r} (row {r}); "
-                             "impute or drop it before the learner")
+                raise FeatureValueError(f"{name}: feature {X.columns[c]!r} = {v!r} (row {r}) {why}")
+            raise FeatureValueError(f"{name} has a NaN or infinite value in column {X.columns[c]!r} (row {r}); "
+                                    "impute or drop it before the learner")
         return A
 
     def learn_many(self, X, y, **kwargs):
@@ -166,7 +171,8 @@ class _MiniBatchRiver(EngineAdapter, base.MiniBatchRegressor):
     # -- prediction -----------------------------------------------------------------------------
 
     def predict_one(self, x, **kwargs):
-        values = self._features.values(x)
+        with upstream_hint():
+            values = self._features.values(x)
         engine = self._predictor()
         if engine is None:
             return self._y_sum / self._y_count if self._y_count else 0.0

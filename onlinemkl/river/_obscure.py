@@ -9,11 +9,11 @@ from river import base
 
 from .._core import obscure as _co
 from .._validation import check_choice, store_params
-from ..engines._replay import DEFAULT_WINDOW, check_replay, many_class_steps
+from ..engines._replay import DEFAULT_WINDOW, check_replay, many_class_steps, river_seed
 from ..engines.obscure import ObscureEngine, check_params, stream_step
 from ..features import MAX_FEATURES, LabelMap, label_key
 from ..kernels import kernels_in_use
-from ._base import EngineAdapter, softmax_dict
+from ._base import EngineAdapter, proba_dict, proba_frame
 
 
 class OBSCUREClassifier(EngineAdapter, base.Classifier):
@@ -83,6 +83,10 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         None, or a width: hash every feature name into that many fixed columns (CRC-32; colliding
         names add up), for streams whose names never stop changing (ids, words).  Memory then
         does not depend on the names seen; kernel groups of names read their names' columns.
+    seed
+        Seed of the replay draws, the model's only randomness (river's convention for the
+        parameter; :class:`onlinemkl.OBSCUREClassifier`'s ``random_state``).  None: seed 0, so
+        that a run repeats itself; an int: another sequence of draws.
 
     Examples
     --------
@@ -98,7 +102,8 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
                  C: float = 1.0, eta: float | None = None, switch_after: int | str | None = "auto",
                  pegasos: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  loss: str = "multiclass_hinge", replay: int | str = "auto", replay_window: int = DEFAULT_WINDOW,
-                 max_features: int | None = MAX_FEATURES, feature_hashing: int | None = None):
+                 max_features: int | None = MAX_FEATURES, feature_hashing: int | None = None,
+                 seed: int | None = None):
         store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
         self._attach(self._new_engine(), self._feature_map(), LabelMap())
@@ -111,7 +116,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         steps = check_replay(self.replay, self.replay_window, self.budget, eviction=self.eviction)
         return ObscureEngine(kernels, p, self.eta, self.lam, self.budget, self.eviction, bool(self.pegasos),
                              self.loss == "hinge", C=self.C, replay=steps, replay_window=self.replay_window,
-                             replay_many=many_class_steps(self.replay, steps))
+                             replay_many=many_class_steps(self.replay, steps), seed=river_seed(self.seed))
 
     @property
     def _multiclass(self):
@@ -168,13 +173,12 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     def predict_proba_one(self, x, **kwargs):
         if self._engine.binary:
             # river's binary convention: {False: 1 - p, True: p}, p the logistic function of the score.
-            s = self._scores(x)
-            return softmax_dict([False, True], [-s[0] / 2.0, s[0] / 2.0])
+            return proba_dict([False, True], self._scores(x), binary=True)
         labels = self._labels.labels
         if not labels:
             return {}
         s = self._scores(x)
-        return softmax_dict(labels, s[: len(labels)])
+        return proba_dict(labels, s[: len(labels)])
 
     def predict_one(self, x, **kwargs):
         if self._engine.binary:
@@ -188,7 +192,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     # -- batch prediction (BLAS path) ---------------------------------------------------
 
     def _scores_many(self, X) -> np.ndarray:
-        return self._engine.scores_many(self._features.frame(X, width=self._engine.n_features))
+        return self._engine.scores_many(self._frame_rows(X))
 
     def predict_proba_many(self, X):
         """Class probabilities of a DataFrame's rows at once (BLAS kernel blocks; same
@@ -196,16 +200,11 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         import pandas as pd
 
         if self._engine.binary:
-            s = self._scores_many(X)[:, 0]
-            p = 1.0 / (1.0 + np.exp(-s))
-            return pd.DataFrame({False: 1.0 - p, True: p}, index=X.index)
+            return proba_frame([False, True], self._scores_many(X)[:, 0], X.index, binary=True)
         labels = self._labels.labels
         if not labels:
             return pd.DataFrame(index=X.index)
-        s = self._scores_many(X)[:, : len(labels)]
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        e /= e.sum(axis=1, keepdims=True)
-        return pd.DataFrame(e, index=X.index, columns=list(labels))
+        return proba_frame(labels, self._scores_many(X)[:, : len(labels)], X.index)
 
     def predict_many(self, X):
         """Labels of a DataFrame's rows at once (BLAS kernel blocks; the same labels as

@@ -10,7 +10,7 @@ from ..engines._replay import DEFAULT_WINDOW
 from ..engines.proximal_setup import classifier_engine, regressor_engine
 from ..features import MAX_FEATURES, LabelMap
 from ..kernels import default_stream_regression_kernels
-from ._base import EngineAdapter, check_regression_target, softmax_dict
+from ._base import EngineAdapter, check_regression_target, proba_dict, proba_frame
 
 
 class _ProximalAdapter(EngineAdapter):
@@ -42,7 +42,9 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     (``benchmarks/results/defaults_proximal_norms.md``).
     ``eta0='auto'``: 1.0 while at most three classes are known, 2.0 past them (a multiclass step
     moves two classes' weights; :func:`onlinemkl.engines.proximal_setup.check_eta0`); a number is
-    used for any number of classes.
+    used for any number of classes.  ``seed``: the seed of the replay draws, the model's only
+    randomness (river's convention; the array face's ``random_state``); None: seed 0, so that a run
+    repeats itself.
 
     Examples
     --------
@@ -60,7 +62,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  eta0: float | str = "auto", gamma: float | str | None = "auto", average: bool = False,
                  budget: int | None = None, eviction: str = "least_impact", replay: int | str = "auto",
                  replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
-                 feature_hashing: int | None = None, group_steps: str = "norms"):
+                 feature_hashing: int | None = None, group_steps: str = "norms", seed: int | None = None):
         store_params(self, locals())
         self._attach(self._new_engine(), self._feature_map(), LabelMap())
 
@@ -106,7 +108,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
         if not len(self._labels):
             return {}
         s = self._engine.scores_one(self._row(x, grow=False))
-        return softmax_dict(self._labels.labels, s[: len(self._labels)])
+        return proba_dict(self._labels.labels, s[: len(self._labels)])
 
     def predict_one(self, x, **kwargs):
         if not len(self._labels):
@@ -115,7 +117,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
         return self._labels.labels[int(s[: len(self._labels)].argmax())]
 
     def _scores_many(self, X) -> np.ndarray:
-        return self._engine.scores_many(self._features.frame(X, width=self._engine.n_features))[:, : len(self._labels)]
+        return self._engine.scores_many(self._frame_rows(X))[:, : len(self._labels)]
 
     def predict_proba_many(self, X):
         """Class probabilities of a DataFrame's rows at once (BLAS kernel blocks; the values of
@@ -124,10 +126,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
 
         if not len(self._labels):
             return pd.DataFrame(index=X.index)
-        s = self._scores_many(X)
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        e /= e.sum(axis=1, keepdims=True)
-        return pd.DataFrame(e, index=X.index, columns=list(self._labels.labels))
+        return proba_frame(self._labels.labels, self._scores_many(X), X.index)
 
     def predict_many(self, X):
         """Labels of a DataFrame's rows at once (the labels of :meth:`predict_one`, up to ties within rounding)."""
@@ -140,7 +139,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
         return pd.Series(labels[np.argmax(self._scores_many(X), axis=1)], index=X.index, dtype=object)
 
 
-class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
+class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
     """Online proximal MKL regressor for river streams (dict in, number out).
 
     Parameters mean the same as in :class:`onlinemkl.ProximalMKLRegressor`; five defaults
@@ -156,7 +155,8 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
     ``max_features`` and ``feature_hashing`` as :class:`onlinemkl.river.OBSCUREClassifier`'s.
     Evidence: ``benchmarks/results/defaults_regression.md`` (13 offline regression streams,
     against river's regressors) and ``defaults_regression_unseen.md`` (12 streams not used
-    to choose them).
+    to choose them).  ``seed``: the seed of the replay draws (with ``replay > 0``; river's
+    convention, the array face's ``random_state``); None: seed 0.
 
     Examples
     --------
@@ -177,7 +177,7 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
                  schedule: str = "invsqrt", eta0: float = 0.3, gamma: float | str | None = None,
                  average: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  replay: int = 0, replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
-                 feature_hashing: int | None = None, group_steps: str = "norms"):
+                 feature_hashing: int | None = None, group_steps: str = "norms", seed: int | None = None):
         store_params(self, locals())
         self._attach(self._new_engine(), self._feature_map())
 
@@ -195,5 +195,22 @@ class ProximalMKLRegressor(_ProximalAdapter, base.Regressor):
         y = check_regression_target(y)
         self._engine.stream_learn(self._row(x, grow=True), y)
 
+    def learn_many(self, X, y, **kwargs):
+        """``learn_one`` on each row of a DataFrame in order, with the targets of a Series (or any
+        sequence) of the same length; every value and target is checked first, so a rejected batch
+        changes nothing, and the model learnt is the one a ``learn_one`` loop learns."""
+        for x, target in self._frame_examples(X, y, check_regression_target, what="target"):
+            self.learn_one(x, target)
+
     def predict_one(self, x, **kwargs):
         return self._engine.predict_one(self._row(x, grow=False))
+
+    def predict_many(self, X):
+        """Predictions of a DataFrame's rows at once, a Series on its index (BLAS kernel blocks; the
+        values of :meth:`predict_one` row by row, up to rounding).  Unknown columns are ignored."""
+        import pandas as pd
+
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"X must be a pandas DataFrame; got {type(X).__name__}")
+        M = self._frame_rows(X)
+        return pd.Series(self._engine.predict_many(M), index=X.index, dtype=float)
