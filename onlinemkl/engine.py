@@ -135,7 +135,8 @@ def _check_setting(name: str, fresh, saved) -> None:
     """Raise ``ValueError`` unless ``saved`` may stand for the setting ``fresh`` (a structural check:
     the engine's own checks judge the state against whatever is accepted here).
 
-    Numbers stand for numbers (finite where ``fresh`` is, of its sign), kernels for kernels,
+    Numbers stand for numbers (finite where ``fresh`` is, not negative where it is not, integers
+    for integers), kernels for kernels,
     containers for containers of such values; strings and booleans (choices that come straight
     from the parameters) must be equal; None stands for None or a number (a rule that was optional).
     """
@@ -154,8 +155,8 @@ def _check_setting(name: str, fresh, saved) -> None:
         f = None if fresh is None else float(_plain(fresh))
         if f is not None and math.isfinite(f) and not math.isfinite(saved):
             bad("is not finite")
-        if f is not None and ((f > 0 and not saved > 0) or (f >= 0 and not saved >= 0)):
-            bad(f"has another sign than {f!r}")
+        if f is not None and f >= 0 and not saved >= 0:
+            bad(f"is negative where the parameters give {f!r}")
         if isinstance(_plain(fresh), int) and not isinstance(saved, int):
             bad("is not an integer")
         return
