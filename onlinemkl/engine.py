@@ -21,11 +21,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ._core import kernels as _ck
 from ._validation import init_args
 from .kernels import Kernel, check_kernels
 
 __all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
-           "normalised", "recorded_kernels", "state_with_settings", "engine_for_state", "SETTINGS"]
+           "normalised", "recorded_kernels", "kernels_of_state", "state_with_settings", "engine_for_state", "SETTINGS"]
 
 
 @runtime_checkable
@@ -88,6 +89,61 @@ def recorded_kernels(params) -> tuple | None:
         return check_kernels(value)
     except TypeError as exc:
         raise ValueError(f"the state's kernels: {exc}") from None
+
+
+def kernels_of_state(params, arrays, fresh) -> tuple | None:
+    """The kernels a saved state was learnt with: its record (:func:`recorded_kernels`), else, for a
+    state written before kernels were recorded, the kernels its arrays describe when today's do
+    not fit them; None: the parameter's kernels (``fresh()``'s) fit, or nothing can be told.
+
+    ``fresh()`` builds the engine the face's parameters give today.  The arrays of an engine over a
+    support buffer hold every kernel's code, group and resolved parameters (``ck.codes``,
+    ``ck.kgroup``, ``ck.params``): a state whose kernels all read every feature (as the default
+    sets' do) and whose bandwidths were resolved gives back kernels with those absolute values,
+    which compute the same numbers as the relative ones they were resolved from.
+    """
+    kernels = recorded_kernels(params)
+    if kernels is not None or not isinstance(params, dict) or SETTINGS in params:
+        return kernels
+    codes, values, kgroup = arrays.get("ck.codes"), arrays.get("ck.params"), arrays.get("ck.kgroup")
+    if not (isinstance(codes, np.ndarray) and isinstance(values, np.ndarray) and isinstance(kgroup, np.ndarray)):
+        return None
+    engine = fresh()
+    if not isinstance(engine, BufferEngine):
+        return None
+    ck = engine.ck
+    if (codes.shape == ck.codes.shape and np.array_equal(codes, ck.codes) and np.array_equal(kgroup, ck.kgroup)
+            and values.shape == ck.params.shape
+            and np.array_equal(values[:, _ck.P_NORMALIZE], ck.params[:, _ck.P_NORMALIZE])):
+        return None  # today's kernels fit the arrays: loaded as they always were
+    if (params.get("kernels_resolved") is not True or codes.ndim != 1 or not codes.size
+            or values.shape != (codes.shape[0], _ck.N_PARAMS) or kgroup.shape != codes.shape
+            or np.any(kgroup != 0)):
+        return None
+    try:
+        return tuple(_kernel_from_row(int(c), values[j]) for j, c in enumerate(codes))
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None  # not a kernel this release knows: the usual mismatch error follows
+
+
+def _kernel_from_row(code: int, row: np.ndarray):
+    """The kernel on every feature whose compiled parameters are ``row`` (absolute bandwidths)."""
+    from .kernels import BSpline, Laplacian, Linear, Polynomial, RBF
+
+    normalize = bool(row[_ck.P_NORMALIZE])
+    a, b, c = (float(v) for v in row[:3])
+    if code == _ck.LINEAR:
+        return Linear(normalize=normalize)
+    if code == _ck.POLYNOMIAL:
+        if a != int(a):
+            raise ValueError(f"polynomial degree {a}")
+        return Polynomial(degree=int(a), offset=b, scale=c, normalize=normalize)
+    kind = {_ck.RBF: RBF, _ck.LAPLACIAN: Laplacian}.get(code)
+    if kind is not None:
+        return kind(gamma=a, normalize=normalize)
+    if code == _ck.BSPLINE:
+        return BSpline(h=a, normalize=normalize)
+    raise KeyError(code)
 
 
 # ----------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ._validation import check_choice, check_number, check_rows, store_params
-from .engine import engine_for_state, recorded_kernels, state_with_settings
+from .engine import engine_for_state, kernels_of_state, state_with_settings
 from .engines.proximal_setup import settings
 from .engines.sequence import LOSSES, SequenceEngine
 from .features import MAX_FEATURES, FeatureMap, LabelMap, check_feature_cap
@@ -326,7 +326,8 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             return
         self._forget()
         try:
-            with restoring_kernels(self, recorded_kernels(state["engine"])):  # the engine is built with them
+            saved = kernels_of_state(state["engine"], arrays, self._new_engine)
+            with restoring_kernels(self, saved):  # the engine is built with them
                 self._ensure_engine()
                 self._engine = engine_for_state(self._engine, state["engine"])  # the saved settings
                 self._engine.set_state(state["engine"], arrays)

@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._sync import ModelLock
 from ._validation import check_rows, check_target, first_out_of_range, float_array, writeable_contiguous
-from .engine import engine_for_state, recorded_kernels, state_with_settings
+from .engine import engine_for_state, kernels_of_state, state_with_settings
 from .features import LabelMap
 from .kernels import restoring_kernels
 
@@ -126,7 +126,8 @@ class EngineEstimator(ModelLock, BaseEstimator):
         if not state.get("fitted"):
             return
         attrs = self._face_attrs(state, arrays)
-        with restoring_kernels(self, recorded_kernels(state["engine"])):  # the engine is built with them
+        saved = kernels_of_state(state["engine"], arrays, lambda: self._engine_for(attrs))
+        with restoring_kernels(self, saved):  # the engine is built with them
             fresh = self._engine_for(attrs)
             n_outputs = getattr(fresh, "n_outputs", None)  # what the face's classes imply
             engine = engine_for_state(fresh, state["engine"])  # built with the saved settings

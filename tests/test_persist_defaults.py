@@ -251,16 +251,22 @@ def assert_close(got, want):
         assert got == want
 
 
-def rewrite(src, dst, edit):
+def rewrite_meta(src, dst, edit):
+    """Copy a model file with its meta.json edited by ``edit(meta)``."""
     with zipfile.ZipFile(src) as zin:
         entries = {n: zin.read(n) for n in zin.namelist()}
     meta = json.loads(entries.pop("meta.json"))
-    edit(meta["model"]["state"]["engine"]["settings"])
+    edit(meta)
     with zipfile.ZipFile(dst, "w") as zout:
         for n, data in entries.items():
             zout.writestr(n, data)
         zout.writestr("meta.json", json.dumps(meta))
     return dst
+
+
+def rewrite(src, dst, edit):
+    """Copy a model file with its engine settings edited by ``edit(settings)``."""
+    return rewrite_meta(src, dst, lambda meta: edit(meta["model"]["state"]["engine"]["settings"]))
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -277,3 +283,28 @@ def test_crafted_settings_are_refused_with_the_setting_named(tmp_path, edit, mes
     path = save(model, tmp_path / "m.omkl")
     with pytest.raises(ModelFileError, match=message):
         load(rewrite(path, tmp_path / "bad.omkl", edit))
+
+
+def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_the_default_changed(tmp_path,
+                                                                                                  monkeypatch):
+    """The stream regressor's default set once had a normalised quadratic kernel; a file written then,
+    before kernels were recorded, holds only the kernels' codes and resolved parameters."""
+    with monkeypatch.context() as mp:
+        mp.setattr(omr.ProximalMKLRegressor, "_default_kernels", staticmethod(kernels_module.default_regression_kernels))
+        model = CASES["river-proximal-reg-pipeline"][0]()
+    assert learner(model)._engine.ck.kernels != kernels_module.default_stream_regression_kernels()
+    path = save(model, tmp_path / "m.omkl")
+
+    def strip(meta):
+        engine = meta["model"]["children"][1][1]["state"]["engine"]
+        engine.pop("kernels")
+        engine.pop("settings", None)  # (the code before the settings wrote none)
+
+    old = rewrite_meta(path, tmp_path / "old.omkl", strip)
+    loaded = load(old)
+    predict, more = CASES["river-proximal-reg-pipeline"][1:]
+    assert predict(loaded) == predict(model)
+    more(model)
+    more(loaded)
+    assert predict(loaded) == predict(model)
+    assert learner(loaded).kernels is None

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._sync import ModelLock, _lock_of
 from .._validation import MAX_ABS_VALUE, check_target_value
-from ..engine import BufferEngine, engine_for_state, recorded_kernels, state_with_settings
+from ..engine import BufferEngine, engine_for_state, kernels_of_state, state_with_settings
 from ..features import FeatureMap, LabelMap, check_feature_cap
 from ..kernels import restoring_kernels
 
@@ -164,9 +164,11 @@ class EngineAdapter(ModelLock):
         The state records the engine's settings (the kernels in use, every default resolved):
         the adapter builds its engine again from them when they are not what its parameters
         resolve to today (:func:`onlinemkl.engine.engine_for_state`).  A state without them (an
-        older file) records at least the kernels of an engine over a support buffer, which the
-        engine is then built with (:func:`onlinemkl.kernels.kernels_in_use`)."""
-        saved = recorded_kernels(state["engine"]) if isinstance(self._engine, BufferEngine) else None
+        older file) gives at least the kernels of an engine over a support buffer (recorded, or
+        read from its arrays: :func:`onlinemkl.engine.kernels_of_state`), which the engine is then
+        built with (:func:`onlinemkl.kernels.kernels_in_use`)."""
+        current = self._engine
+        saved = kernels_of_state(state["engine"], arrays, lambda: current) if isinstance(current, BufferEngine) else None
         with restoring_kernels(self, saved):
             engine = self._engine
             if saved is not None and self.kernels is None and saved != self._engine.ck.kernels:
