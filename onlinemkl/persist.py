@@ -73,7 +73,9 @@ so equal models give equal files) holding:
     kernels in ``state["engine"]["kernels"]`` (a list of kernels).  A file without
     ``settings`` (written before they were recorded) builds its engine from the
     parameters, with the recorded kernels when ``kernels`` is None; a file
-    without either resolves its kernels from the parameter.
+    without either resolves its kernels from the parameter or, when those do not
+    fit its arrays, from the arrays' kernel codes and resolved parameters
+    (:func:`onlinemkl.engine.kernels_of_state`).
 ``arrays/<node>/<name>.npy``
     One numpy ``.npy`` file per state array (bool, integer, float, complex,
     fixed-width string or datetime dtypes; never object arrays), written and
