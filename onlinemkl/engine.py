@@ -261,6 +261,9 @@ def engine_for_state(fresh, params):
     changed = False
     for name, value in saved.items():
         if _plain(current[name]) != value:
+            if name in fresh._FIXED_SETTINGS:
+                raise ValueError(f"the saved setting {name}={str(value)[:80]} differs from the {current[name]!r} "
+                                 "the file's parameters and learnt state give")
             _check_setting(name, current[name], value)
             if name == "kernels" or (isinstance(value, dict) and "kernels" in value):
                 kernels = value["kernels"] if isinstance(value, dict) else value
@@ -334,6 +337,11 @@ class EngineBase:
     its derived caches recomputed as a model file's are (its values are not
     judged: ``strict=False``).
     """
+
+    #: Settings that no default decides (they come from the data, e.g. the number of outputs of
+    #: the classes in the file): a saved state's value must equal the fresh engine's
+    #: (:func:`engine_for_state`), so that a crafted file cannot size the engine's arrays.
+    _FIXED_SETTINGS: tuple = ()
 
     def _remember_init(self, args: dict) -> None:
         """Keep the constructor arguments (pass ``locals()`` first thing in ``__init__``)."""

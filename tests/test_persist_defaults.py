@@ -274,6 +274,7 @@ def rewrite(src, dst, edit):
     (lambda s: s.update(eta0=-1.0), r"setting eta0=-1.0 is negative where the parameters give 1.0"),
     (lambda s: s.update(seed=0.5), r"setting seed=0.5 is not an integer"),
     (lambda s: s.update(eviction="oldest"), r"setting eviction=oldest differs from the parameters' 'least_impact'"),
+    (lambda s: s.update(n_outputs=10 ** 9), r"setting n_outputs=1000000000 differs from the 3 the file's"),
     (lambda s: s.update(bogus=1), r"records settings \['bogus'\] that a ProximalEngine does not take.*upgrade"),
     (lambda s: s.update(kernels={"$type": "tuple", "items": []}), r"setting kernels holds no kernels"),
     (lambda s: s.update(kernels={"$type": "tuple", "items": [1.0]}), r"setting kernels\[0\]=1.0 is not a kernel"),

@@ -180,6 +180,8 @@ class ProximalEngine(GroupNormEngine):
     ``get_state``/``set_state``.
     """
 
+    _FIXED_SETTINGS = ("n_outputs",)
+
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
                  schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False,
                  replay=0, replay_window=1000, seed=0, group_steps=0, eta0_many=None, few_classes=None):
