@@ -26,7 +26,8 @@ from ._validation import init_args
 from .kernels import Kernel, check_kernels
 
 __all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
-           "normalised", "recorded_kernels", "kernels_of_state", "state_with_settings", "engine_for_state", "SETTINGS"]
+           "normalised", "recorded_kernels", "kernels_of_state", "state_with_settings", "engine_for_state",
+           "SETTINGS"]
 
 
 @runtime_checkable
@@ -192,9 +193,9 @@ def _check_setting(name: str, fresh, saved) -> None:
     the engine's own checks judge the state against whatever is accepted here).
 
     Numbers stand for numbers (finite where ``fresh`` is, not negative where it is not, integers
-    for integers), kernels for kernels,
-    containers for containers of such values; strings and booleans (choices that come straight
-    from the parameters) must be equal; None stands for None or a number (a rule that was optional).
+    for integers), kernels for kernels, containers for containers of such values; strings and
+    booleans (choices that come straight from the parameters) must be equal; None stands for None
+    or a number (a rule that was optional).
     """
     def bad(why):
         raise ValueError(f"the saved setting {name}={str(saved)[:120]} {why}")

@@ -3,8 +3,8 @@
 Every learner, on both faces (and in a river pipeline), is saved with its defaults, then every
 default a release could change is patched (the default kernel sets, ``p=None``'s and ``eta=None``'s
 rules, ``eta0='auto'``'s steps and class threshold, ``replay='auto'``'s steps, the replay seed,
-``switch_after='auto'``'s clean run, ``gamma='auto'``'s radius, PolyMKL's ``rho=None``); the loaded model must predict bit for
-bit as the saved one, and go on learning identically.  Files written before the settings were
+``switch_after='auto'``'s clean run, ``gamma='auto'``'s radius, PolyMKL's ``rho=None``); the loaded
+model must predict bit for bit as the saved one, and go on learning identically.  Files written before the settings were
 recorded (``tests/data/persist_v1/``, written by the code before this record) load as they did.
 """
 
@@ -291,7 +291,8 @@ def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_th
     """The stream regressor's default set once had a normalised quadratic kernel; a file written then,
     before kernels were recorded, holds only the kernels' codes and resolved parameters."""
     with monkeypatch.context() as mp:
-        mp.setattr(omr.ProximalMKLRegressor, "_default_kernels", staticmethod(kernels_module.default_regression_kernels))
+        old_default = staticmethod(kernels_module.default_regression_kernels)  # the set before the change
+        mp.setattr(omr.ProximalMKLRegressor, "_default_kernels", old_default)
         model = CASES["river-proximal-reg-pipeline"][0]()
     assert learner(model)._engine.ck.kernels != kernels_module.default_stream_regression_kernels()
     path = save(model, tmp_path / "m.omkl")

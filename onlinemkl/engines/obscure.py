@@ -575,10 +575,11 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts the kept rows'
     coefficients (the proximal classifier's rule; ``defaults_obud.md``).  ``switch_after``: an
     int N switches to stage 2 after N examples (of the stream; replayed steps do not count);
-    'auto' switches once stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive
-    steps without a margin error (the engine's ``clean_run``; the streaming form of the authors' rule "stop stage 1 after an
-    epoch without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
-    and the mean online hinge loss of stage 1 (the running estimate of the training loss).
+    'auto' switches once stage-1 updates stop, i.e. after the engine's ``clean_run``
+    (:data:`AUTO_SWITCH_CLEAN_RUN`) consecutive steps without a margin error (the streaming form
+    of the authors' rule "stop stage 1 after an epoch without margin errors"); None never switches.
+    ``R`` comes from the stage-1 solution and the mean online hinge loss of stage 1 (the running
+    estimate of the training loss).
     """
     out = engine.learn(x, yi)
     mem = engine.replay

@@ -23,8 +23,8 @@ from .proximal import (CLASSIFICATION_LOSSES, GROUP_STEPS, REGRESSION_LOSSES, RE
 
 _cl = lazy_module("losses")
 
-__all__ = ["settings", "check_eta0", "auto_gamma", "make_engine", "classifier_engine", "regressor_engine", "AUTO_ETA0",
-           "AUTO_ETA0_MANY"]
+__all__ = ["settings", "check_eta0", "auto_gamma", "make_engine", "classifier_engine", "regressor_engine",
+           "AUTO_ETA0", "AUTO_ETA0_MANY"]
 
 #: ``eta0='auto'`` (the river classifier's default): :data:`AUTO_ETA0` while at most
 #: :data:`~onlinemkl.engines._replay.FEW_CLASSES` classes are known, :data:`AUTO_ETA0_MANY` past them.

@@ -168,7 +168,9 @@ class EngineAdapter(ModelLock):
         read from its arrays: :func:`onlinemkl.engine.kernels_of_state`), which the engine is then
         built with (:func:`onlinemkl.kernels.kernels_in_use`)."""
         current = self._engine
-        saved = kernels_of_state(state["engine"], arrays, lambda: current) if isinstance(current, BufferEngine) else None
+        saved = None
+        if isinstance(current, BufferEngine):
+            saved = kernels_of_state(state["engine"], arrays, lambda: current)
         with restoring_kernels(self, saved):
             engine = self._engine
             if saved is not None and self.kernels is None and saved != self._engine.ck.kernels:

@@ -27,7 +27,8 @@ def dict_stream(n, seed=0, regression=False):
     for _ in range(n):
         k = int(rng.integers(5))
         v = centers[k] + rng.normal(size=3)
-        yield {f"f{i}": round(float(v[i]), 3) for i in range(3)}, (float(v[0] * v[1] + v[2]) if regression else "abcde"[k])
+        x = {f"f{i}": round(float(v[i]), 3) for i in range(3)}
+        yield x, (float(v[0] * v[1] + v[2]) if regression else "abcde"[k])
 
 
 def arrays(n, seed, regression=False):
