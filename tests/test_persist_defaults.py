@@ -88,12 +88,12 @@ def sequences(n=10, seed=2):
 # -- the learners: (build and train, predict, learn more) -------------------------------------
 
 
-def river_case(factory, regression=False, pipeline=False):
+def river_case(factory, regression=False, pipeline=False, n=80):
     def build():
         m = factory()
         if pipeline:
             m = preprocessing.StandardScaler() | m
-        for x, y in dict_stream(80, regression=regression):
+        for x, y in dict_stream(n, regression=regression):
             m.learn_one(x, y)
         return m
 
@@ -102,7 +102,7 @@ def river_case(factory, regression=False, pipeline=False):
         return [f(x) for x, _ in dict_stream(25, seed=5, regression=regression)]
 
     def more(m):
-        for x, y in dict_stream(40, seed=9, regression=regression):
+        for x, y in dict_stream(n // 2, seed=9, regression=regression):
             m.learn_one(x, y)
 
     return build, predict, more
@@ -147,9 +147,9 @@ CASES = {
     "river-obscure-pipeline": river_case(lambda: omr.OBSCUREClassifier(), pipeline=True),
     "river-proximal-clf": river_case(lambda: omr.ProximalMKLClassifier(budget=40)),
     "river-proximal-reg-pipeline": river_case(lambda: omr.ProximalMKLRegressor(budget=40), True, True),
-    "river-polymkl": river_case(lambda: omr.PolyMKLRegressor(batch_size=16, n_iter=5, budget=40), True),
-    "river-krr-pipeline": river_case(lambda: omr.NonlinearKRRRegressor(batch_size=16, max_iter=3, budget=40),
-                                     True, True),
+    "river-polymkl": river_case(lambda: omr.PolyMKLRegressor(batch_size=12, n_iter=5, budget=30), True, n=40),
+    "river-krr-pipeline": river_case(lambda: omr.NonlinearKRRRegressor(batch_size=12, max_iter=3, budget=30),
+                                     True, True, n=40),
     "sk-obscure": sk_case(lambda: SkOBSCURE(budget=50, stage1_epochs=2, stage2_epochs=1)),
     "sk-proximal-clf": sk_case(lambda: SkProxClf(eta0="auto", replay="auto")),
     "sk-proximal-reg": sk_case(lambda: SkProxReg(n_epochs=1), regression=True),
