@@ -16,15 +16,18 @@ hold, what pickles hold, and what a distributed merge will combine.
 
 from __future__ import annotations
 
+import math
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ._core import kernels as _ck
 from ._validation import init_args
-from .kernels import check_kernels
+from .kernels import Kernel, check_kernels
 
 __all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
-           "normalised", "recorded_kernels"]
+           "normalised", "recorded_kernels", "kernels_of_state", "state_with_settings", "engine_for_state",
+           "SETTINGS"]
 
 
 @runtime_checkable
@@ -87,6 +90,190 @@ def recorded_kernels(params) -> tuple | None:
         return check_kernels(value)
     except TypeError as exc:
         raise ValueError(f"the state's kernels: {exc}") from None
+
+
+def kernels_of_state(params, arrays, fresh) -> tuple | None:
+    """The kernels a saved state was learnt with: its record (:func:`recorded_kernels`), else, for a
+    state written before kernels were recorded, the kernels its arrays describe when today's do
+    not fit them; None: the parameter's kernels (``fresh()``'s) fit, or nothing can be told.
+
+    ``fresh()`` builds the engine the face's parameters give today.  The arrays of an engine over a
+    support buffer hold every kernel's code, group and resolved parameters (``ck.codes``,
+    ``ck.kgroup``, ``ck.params``): a state whose kernels all read every feature (as the default
+    sets' do) and whose bandwidths were resolved gives back kernels with those absolute values,
+    which compute the same numbers as the relative ones they were resolved from.
+    """
+    kernels = recorded_kernels(params)
+    if kernels is not None or not isinstance(params, dict) or SETTINGS in params:
+        return kernels
+    codes, values, kgroup = arrays.get("ck.codes"), arrays.get("ck.params"), arrays.get("ck.kgroup")
+    if not (isinstance(codes, np.ndarray) and isinstance(values, np.ndarray) and isinstance(kgroup, np.ndarray)):
+        return None
+    engine = fresh()
+    if not isinstance(engine, BufferEngine):
+        return None
+    ck = engine.ck
+    if (codes.shape == ck.codes.shape and np.array_equal(codes, ck.codes) and np.array_equal(kgroup, ck.kgroup)
+            and values.shape == ck.params.shape
+            and np.array_equal(values[:, _ck.P_NORMALIZE], ck.params[:, _ck.P_NORMALIZE])):
+        return None  # today's kernels fit the arrays: loaded as they always were
+    if (params.get("kernels_resolved") is not True or codes.ndim != 1 or not codes.size
+            or values.shape != (codes.shape[0], _ck.N_PARAMS) or kgroup.shape != codes.shape
+            or np.any(kgroup != 0)):
+        return None
+    try:
+        return tuple(_kernel_from_row(int(c), values[j]) for j, c in enumerate(codes))
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None  # not a kernel this release knows: the usual mismatch error follows
+
+
+def _kernel_from_row(code: int, row: np.ndarray):
+    """The kernel on every feature whose compiled parameters are ``row`` (absolute bandwidths)."""
+    from .kernels import BSpline, Laplacian, Linear, Polynomial, RBF
+
+    normalize = bool(row[_ck.P_NORMALIZE])
+    a, b, c = (float(v) for v in row[:3])
+    if code == _ck.LINEAR:
+        return Linear(normalize=normalize)
+    if code == _ck.POLYNOMIAL:
+        if a != int(a):
+            raise ValueError(f"polynomial degree {a}")
+        return Polynomial(degree=int(a), offset=b, scale=c, normalize=normalize)
+    kind = {_ck.RBF: RBF, _ck.LAPLACIAN: Laplacian}.get(code)
+    if kind is not None:
+        return kind(gamma=a, normalize=normalize)
+    if code == _ck.BSPLINE:
+        return BSpline(h=a, normalize=normalize)
+    raise KeyError(code)
+
+
+# ----------------------------------------------------------------------------------------
+# Resolved settings: what a model file records so that loading never resolves a default again
+
+#: The key of an engine state's params that holds the engine's settings (:func:`state_with_settings`).
+SETTINGS = "settings"
+
+
+def _plain(value):
+    """``value`` with numpy arrays as lists and numpy scalars as Python ones (what a model file holds)."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def state_with_settings(engine) -> tuple[dict, dict]:
+    """``engine.get_state()`` with the engine's *settings* added to the params (key :data:`SETTINGS`).
+
+    The settings are the engine's constructor arguments: every value a face resolved from its
+    parameters (the kernels in use with ``kernels=None``, ``p=None``'s exponent, ``eta0='auto'``'s
+    step sizes and its class threshold, ``replay='auto'``'s steps, the replay seed, ...) and every
+    rule an engine resolves itself at construction (it records the resolved value in
+    ``_init_args``).  Loading builds the engine from them (:func:`engine_for_state`), so a model
+    file keeps predicting and learning as it did when saved, whatever the defaults of the release
+    that loads it.  A new engine parameter is recorded with no extra code.
+    """
+    params, arrays = engine.get_state()
+    return {**params, SETTINGS: _plain(engine._init_args)}, arrays
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_setting(name: str, fresh, saved) -> None:
+    """Raise ``ValueError`` unless ``saved`` may stand for the setting ``fresh`` (a structural check:
+    the engine's own checks judge the state against whatever is accepted here).
+
+    Numbers stand for numbers (finite where ``fresh`` is, not negative where it is not, integers
+    for integers), kernels for kernels, containers for containers of such values; strings and
+    booleans (choices that come straight from the parameters) must be equal; None stands for None
+    or a number (a rule that was optional).
+    """
+    def bad(why):
+        raise ValueError(f"the saved setting {name}={str(saved)[:120]} {why}")
+
+    if _plain(fresh) == saved:
+        return
+    if isinstance(fresh, (str, bool, np.bool_)):
+        bad(f"differs from the parameters' {fresh!r}: the file names another learner configuration")
+    if fresh is None or _number(_plain(fresh)):
+        if saved is None and fresh is None:
+            return
+        if not _number(saved):
+            bad("is not a number")
+        f = None if fresh is None else float(_plain(fresh))
+        if f is not None and math.isfinite(f) and not math.isfinite(saved):
+            bad("is not finite")
+        if f is not None and f >= 0 and not saved >= 0:
+            bad(f"is negative where the parameters give {f!r}")
+        if isinstance(_plain(fresh), int) and not isinstance(saved, int):
+            bad("is not an integer")
+        return
+    if isinstance(fresh, Kernel):
+        if not isinstance(saved, Kernel):
+            bad("is not a kernel")
+        return
+    if isinstance(fresh, dict):
+        if not isinstance(saved, dict) or set(saved) != set(fresh):
+            bad(f"does not have the keys {sorted(fresh)}")
+        for k in fresh:
+            _check_setting(f"{name}[{k!r}]", fresh[k], saved[k])
+        return
+    if isinstance(fresh, (tuple, list, np.ndarray)):
+        if not isinstance(saved, (tuple, list)):
+            bad("is not a sequence")
+        items = list(_plain(fresh))
+        for i, v in enumerate(saved):
+            _check_setting(f"{name}[{i}]", items[min(i, len(items) - 1)] if items else v, v)
+        return
+    bad(f"is not a value this setting takes ({type(fresh).__name__})")
+
+
+def engine_for_state(fresh, params):
+    """The engine a saved state was learnt with, ready for ``set_state(params, ...)``.
+
+    ``fresh`` is an engine built from the face's saved parameters (which validates them).  A state
+    that records its settings (:func:`state_with_settings`) gets a new engine of the same class
+    built from them when they differ from ``fresh``'s (a default changed since the file was
+    written); each differing setting is checked against ``fresh``'s first (:func:`_check_setting`),
+    and the engine's ``set_state`` then checks the state against the recorded settings.  A setting
+    the file lacks (an engine parameter added since) takes ``fresh``'s value; one this engine does
+    not know is refused.  A state without settings (older files) gets ``fresh``.
+    """
+    saved = params.get(SETTINGS) if isinstance(params, dict) else None
+    if saved is None:
+        return fresh
+    if not isinstance(saved, dict):
+        raise ValueError(f"the state's {SETTINGS} must be a dict of the engine's settings; got {str(saved)[:80]}")
+    current = fresh._init_args
+    unknown = sorted(set(saved) - set(current))
+    if unknown:
+        raise ValueError(f"the state records settings {unknown} that a {type(fresh).__name__} does not take: "
+                         "a newer onlinemkl wrote the file; upgrade onlinemkl to load it")
+    merged = dict(current)
+    changed = False
+    for name, value in saved.items():
+        if _plain(current[name]) != value:
+            if name in fresh._FIXED_SETTINGS:
+                raise ValueError(f"the saved setting {name}={str(value)[:80]} differs from the {current[name]!r} "
+                                 "the file's parameters and learnt state give")
+            _check_setting(name, current[name], value)
+            if name == "kernels" or (isinstance(value, dict) and "kernels" in value):
+                kernels = value["kernels"] if isinstance(value, dict) else value
+                if not isinstance(kernels, (list, tuple)) or not kernels:
+                    raise ValueError(f"the saved setting {name} holds no kernels")
+                check_kernels(kernels)
+            merged[name] = value
+            changed = True
+    return type(fresh)(**merged) if changed else fresh
 
 
 # ----------------------------------------------------------------------------------------
@@ -152,9 +339,21 @@ class EngineBase:
     judged: ``strict=False``).
     """
 
+    #: Settings that no default decides (they come from the data, e.g. the number of outputs of
+    #: the classes in the file): a saved state's value must equal the fresh engine's
+    #: (:func:`engine_for_state`), so that a crafted file cannot size the engine's arrays.
+    _FIXED_SETTINGS: tuple = ()
+
     def _remember_init(self, args: dict) -> None:
         """Keep the constructor arguments (pass ``locals()`` first thing in ``__init__``)."""
         self._init_args = init_args(self, args)
+
+    def _resolved(self, name: str, value):
+        """Record ``value`` as the setting ``name`` (a constructor argument whose None the engine
+        resolved by a rule of today's release) and return it: a saved state then records the value,
+        and loading builds the engine with it (:func:`state_with_settings`)."""
+        self._init_args[name] = value
+        return value
 
     def set_lookup(self, lookup) -> None:
         """Feature names -> columns, for kernel groups of names (a face's feature map).

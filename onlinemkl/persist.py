@@ -60,11 +60,22 @@ so equal models give equal files) holding:
     or ``"river.compose.Pipeline"``; ``params`` are the constructor arguments;
     ``state`` is the learnt state that is not an array (feature names, labels,
     counters); ``children`` are the steps of a composite (a pipeline).
-    The learners over a support buffer (OBSCURE, proximal MKL, the sequence
-    labeller) record the kernels they learn with in ``state["engine"]["kernels"]``
-    (a list of kernels), and load with them when ``kernels`` is None, so a change
-    of a default kernel set does not break older files; a file without that key
-    (written before it existed) resolves its kernels from the parameter.
+    Every onlinemkl learner records its engine's *settings* in
+    ``state["engine"]["settings"]``: the engine's constructor arguments, i.e. every
+    value the face resolved from its parameters (the kernels in use with
+    ``kernels=None``, ``p=None``'s exponent, ``eta0='auto'``'s step sizes and class
+    threshold, ``gamma='auto'``'s radius, ``replay='auto'``'s steps, the replay
+    seed, ...) and every rule the engine resolved itself.  Loading builds the
+    engine from them, each checked against what the parameters resolve to today
+    (:func:`onlinemkl.engine.engine_for_state`), so a file loads and learns as it
+    did whatever the defaults of the release reading it.  The learners over a
+    support buffer (OBSCURE, proximal MKL, the sequence labeller) also record the
+    kernels in ``state["engine"]["kernels"]`` (a list of kernels).  A file without
+    ``settings`` (written before they were recorded) builds its engine from the
+    parameters, with the recorded kernels when ``kernels`` is None; a file
+    without either resolves its kernels from the parameter or, when those do not
+    fit its arrays, from the arrays' kernel codes and resolved parameters
+    (:func:`onlinemkl.engine.kernels_of_state`).
 ``arrays/<node>/<name>.npy``
     One numpy ``.npy`` file per state array (bool, integer, float, complex,
     fixed-width string or datetime dtypes; never object arrays), written and

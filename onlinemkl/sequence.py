@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ._validation import check_choice, check_number, check_rows, store_params
-from .engine import recorded_kernels
+from .engine import engine_for_state, kernels_of_state, state_with_settings
 from .engines.proximal_setup import settings
 from .engines.sequence import LOSSES, SequenceEngine
 from .features import MAX_FEATURES, FeatureMap, LabelMap, check_feature_cap
@@ -317,7 +317,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
     def _get_state(self):
         if not hasattr(self, "_engine"):
             return {"fitted": False}, {}
-        params, arrays = self._engine.get_state()
+        params, arrays = state_with_settings(self._engine)
         state = {"fitted": True, "engine": params, "labels": list(self._labels.labels),
                  "features": list(self._features.names), "array_input": self._array_input}
         return state, arrays
@@ -327,8 +327,10 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             return
         self._forget()
         try:
-            with restoring_kernels(self, recorded_kernels(state["engine"])):  # the engine is built with them
+            saved = kernels_of_state(state["engine"], arrays, self._new_engine)
+            with restoring_kernels(self, saved):  # the engine is built with them
                 self._ensure_engine()
+                self._engine = engine_for_state(self._engine, state["engine"])  # the saved settings
                 self._engine.set_state(state["engine"], arrays)
                 self._labels = LabelMap(state["labels"])
                 if len(self._labels) != self._engine.n_labels:

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._proba import class_probabilities
 from ._sync import ModelLock
 from ._validation import check_rows, check_target, first_out_of_range, float_array, writeable_contiguous
-from .engine import recorded_kernels
+from .engine import engine_for_state, kernels_of_state, state_with_settings
 from .features import LabelMap
 from .kernels import restoring_kernels
 
@@ -116,7 +116,7 @@ class EngineEstimator(ModelLock, BaseEstimator):
     def _get_state(self):
         if not hasattr(self, "_engine"):
             return {"fitted": False}, {}
-        params, arrays = self._engine.get_state()
+        params, arrays = state_with_settings(self._engine)
         face_state, face_arrays = self._face_state()
         state = {"fitted": True, "engine": params, "n_features_in_": int(self.n_features_in_), **face_state}
         return state, {**arrays, **face_arrays}
@@ -127,9 +127,11 @@ class EngineEstimator(ModelLock, BaseEstimator):
         if not state.get("fitted"):
             return
         attrs = self._face_attrs(state, arrays)
-        with restoring_kernels(self, recorded_kernels(state["engine"])):  # the engine is built with them
-            engine = self._engine_for(attrs)
-            n_outputs = getattr(engine, "n_outputs", None)
+        saved = kernels_of_state(state["engine"], arrays, lambda: self._engine_for(attrs))
+        with restoring_kernels(self, saved):  # the engine is built with them
+            fresh = self._engine_for(attrs)
+            n_outputs = getattr(fresh, "n_outputs", None)  # what the face's classes imply
+            engine = engine_for_state(fresh, state["engine"])  # built with the saved settings
             engine.set_state(state["engine"], arrays)
             if getattr(engine, "n_outputs", None) != n_outputs:
                 raise ValueError(f"the engine has {engine.n_outputs} outputs where the estimator has {n_outputs}")

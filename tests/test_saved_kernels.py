@@ -216,25 +216,39 @@ def saved(tmp_path_factory):
 
 def test_a_file_without_the_record_loads_with_the_parameter_s_kernels(saved, tmp_path, monkeypatch):
     model, path = saved
-    old = rewrite(path, tmp_path / "old.omkl", lambda m: engine_params(m).pop("kernels"))
-    loaded = load(old)  # as files written before the record existed
+    def strip(meta):  # as files written before either record existed
+        engine_params(meta).pop("kernels")
+        engine_params(meta).pop("settings")
+
+    old = rewrite(path, tmp_path / "old.omkl", strip)
+    loaded = load(old)
     assert river_predictions(loaded) == river_predictions(model)
+    assert the_kernels(loaded) == the_kernels(model)  # today's kernels fit its arrays: used as always
     monkeypatch.setattr(kernels_module, "default_kernels", other_kernels)
-    with pytest.raises(ModelFileError, match=r"old\.omkl"):  # as before: today's defaults do not fit its arrays
-        load(old)
+    loaded = load(old)  # today's do not: the kernels its arrays describe (absolute bandwidths)
+    assert river_predictions(loaded) == river_predictions(model)
+    assert [type(k) for k in the_kernels(loaded)] == [type(k) for k in the_kernels(model)]
+    assert loaded.kernels is None
+
+
+def recorded(meta):
+    """The two records of the kernels in a file: the state's and the engine settings'."""
+    return engine_params(meta)["kernels"], engine_params(meta)["settings"]["kernels"]["items"]
 
 
 def test_a_record_that_does_not_fit_the_arrays_is_refused(saved, tmp_path):
     _, path = saved
 
     def kind(meta):
-        engine_params(meta)["kernels"][0]["kind"] = "Laplacian"  # the file's codes say RBF
+        for kernels in recorded(meta):
+            kernels[0]["kind"] = "Laplacian"  # the file's codes say RBF
 
     with pytest.raises(ModelFileError, match="kernel codes and groups do not match"):
         load(rewrite(path, tmp_path / "kind.omkl", kind))
 
     def count(meta):
-        engine_params(meta)["kernels"].pop()  # one kernel fewer than the arrays hold
+        for kernels in recorded(meta):
+            kernels.pop()  # one kernel fewer than the arrays hold
 
     with pytest.raises(ModelFileError, match=r"count\.omkl.*inconsistent"):
         load(rewrite(path, tmp_path / "count.omkl", count))

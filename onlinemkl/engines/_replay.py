@@ -135,9 +135,10 @@ class ReplayMemory:
     STATE_ARRAYS = ("replay.rows", "replay.labels", "replay.counters", "replay.where")
 
     def __init__(self, steps: int, window: int, seed: int = 0, float_labels: bool = False,
-                 steps_many: int | None = None):
+                 steps_many: int | None = None, few_classes: int = FEW_CLASSES):
         self.steps, self.window = int(steps), int(window)
         self.steps_many = self.steps if steps_many is None else int(steps_many)
+        self.few_classes = int(few_classes)
         self.rows = np.zeros((0, 0))
         self.labels = np.zeros(0, dtype=np.float64 if float_labels else np.int64)
         self.counters = np.array([0, _splitmix64(int(seed) & _MASK)[1]], dtype=np.uint64)
@@ -166,8 +167,8 @@ class ReplayMemory:
 
     def steps_for(self, n_classes: int) -> int:
         """Steps after a margin error for a learner that knows ``n_classes`` classes (1: binary):
-        ``steps``, or ``steps_many`` past :data:`FEW_CLASSES` (see :func:`many_class_steps`)."""
-        return self.steps_many if n_classes > FEW_CLASSES else self.steps
+        ``steps``, or ``steps_many`` past ``few_classes`` (:data:`FEW_CLASSES`; see :func:`many_class_steps`)."""
+        return self.steps_many if n_classes > self.few_classes else self.steps
 
     def stored_rows(self, n_support: int, n_classes: int = 1) -> np.ndarray:
         """:meth:`steps_for` ``n_classes`` uniform draws of a stored row among the first

@@ -22,6 +22,7 @@ from .._validation import check_choice, check_number
 from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import check_kernels
+from . import _replay
 from ._replay import NO_MERGE, ReplayMemory
 
 #: The fewest examples per chunk of :meth:`ObscureEngine.fit_pass_blocked` (a smaller chunk
@@ -87,7 +88,7 @@ class ObscureEngine(BufferEngine):
     """
 
     def __init__(self, kernels, p, eta, lam, budget, eviction, pegasos, binary, R=None, C=1.0, replay=0,
-                 replay_window=1000, seed=0, replay_many=None):
+                 replay_window=1000, seed=0, replay_many=None, clean_run=None, few_classes=None):
         self._remember_init(locals())
         self.ck = CompiledKernels(kernels)
         F = self.ck.n_kernels
@@ -95,7 +96,9 @@ class ObscureEngine(BufferEngine):
         self.q = self.p / (self.p - 1.0) if self.p > 1.0 else math.inf
         self.hyper = np.zeros(_co.N_HYPER)
         self.hyper[_co.H_Q] = self.q
-        self.hyper[_co.H_ETA] = default_eta(F, self.q) if eta is None else eta
+        self.hyper[_co.H_ETA] = self._resolved("eta", default_eta(F, self.q) if eta is None else float(eta))
+        #: ``switch_after='auto'``: the clean run (examples without a margin error) that starts stage 2.
+        self.clean_run = self._resolved("clean_run", AUTO_SWITCH_CLEAN_RUN if clean_run is None else int(clean_run))
         # lam = None: set to 1 / (C N) when stage 2 starts, N = examples seen by then.
         self.hyper[_co.H_LAM] = 0.0 if lam is None else lam
         self.C = float(C)
@@ -117,7 +120,9 @@ class ObscureEngine(BufferEngine):
         self.krow = np.zeros((F, 0))
         self._y1 = np.zeros(1, dtype=np.int64)  # the label of a single step, reused
         # used by stream_step (under a budget, > 2 classes: stored rows while the buffer has room)
-        self.replay = ReplayMemory(replay, replay_window, seed, steps_many=replay_many)
+        self.replay = ReplayMemory(replay, replay_window, seed, steps_many=replay_many,
+                                   few_classes=self._resolved("few_classes", _replay.FEW_CLASSES
+                                                              if few_classes is None else int(few_classes)))
 
     # -- shape management (Python side, rare) -------------------------------------------
 
@@ -570,10 +575,11 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts the kept rows'
     coefficients (the proximal classifier's rule; ``defaults_obud.md``).  ``switch_after``: an
     int N switches to stage 2 after N examples (of the stream; replayed steps do not count);
-    'auto' switches once stage-1 updates stop, i.e. after ``AUTO_SWITCH_CLEAN_RUN`` consecutive
-    steps without a margin error (the streaming form of the authors' rule "stop stage 1 after an
-    epoch without margin errors"); None never switches.  ``R`` comes from the stage-1 solution
-    and the mean online hinge loss of stage 1 (the running estimate of the training loss).
+    'auto' switches once stage-1 updates stop, i.e. after the engine's ``clean_run``
+    (:data:`AUTO_SWITCH_CLEAN_RUN`) consecutive steps without a margin error (the streaming form
+    of the authors' rule "stop stage 1 after an epoch without margin errors"); None never switches.
+    ``R`` comes from the stage-1 solution and the mean online hinge loss of stage 1 (the running
+    estimate of the training loss).
     """
     out = engine.learn(x, yi)
     mem = engine.replay
@@ -592,7 +598,7 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     if switch_after == "auto":
         # A clean run only counts once stage 1 has learnt something: a one-class prefix has no
         # margin errors either, and switching then would start stage 2 from nothing.
-        switch = engine.istate[_co.I_CLEAN_RUN] >= AUTO_SWITCH_CLEAN_RUN and engine.istate[_co.I_UPDATES] > 0
+        switch = engine.istate[_co.I_CLEAN_RUN] >= engine.clean_run and engine.istate[_co.I_UPDATES] > 0
     else:
         switch = mem.seen >= switch_after
     if switch:

@@ -25,7 +25,8 @@ from .._lazy import lazy_module
 from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear
-from ._replay import FEW_CLASSES, NO_MERGE, ReplayMemory
+from . import _replay
+from ._replay import NO_MERGE, ReplayMemory
 
 _cf = lazy_module("fobos")
 _cr = lazy_module("fobos_replay")
@@ -179,13 +180,19 @@ class ProximalEngine(GroupNormEngine):
     ``get_state``/``set_state``.
     """
 
+    _FIXED_SETTINGS = ("n_outputs",)
+
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
                  schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False,
-                 replay=0, replay_window=1000, seed=0, group_steps=0, eta0_many=None):
+                 replay=0, replay_window=1000, seed=0, group_steps=0, eta0_many=None, few_classes=None):
         self._remember_init(locals())
-        self._eta0 = (eta0, eta0 if eta0_many is None else eta0_many)  # up to / past FEW_CLASSES classes
+        self._eta0 = (eta0, eta0 if eta0_many is None else eta0_many)  # up to / past few_classes classes
+        #: The classes up to which ``eta0`` applies (``eta0_many`` past them): ``FEW_CLASSES`` by default.
+        self.few_classes = self._resolved("few_classes", _replay.FEW_CLASSES if few_classes is None
+                                          else int(few_classes))
         self.regression = loss_code in REGRESSION_LOSSES.values()
-        self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression)
+        self.replay = ReplayMemory(replay, replay_window, seed, float_labels=self.regression,
+                                   few_classes=self.few_classes)
         self.average = bool(average)
         self.ck = CompiledKernels(kernels)
         self.explicit_groups = tuple(explicit_groups)
@@ -246,11 +253,11 @@ class ProximalEngine(GroupNormEngine):
 
     def eta0_for(self, n_outputs) -> float:
         """The initial step size with ``n_outputs`` outputs (``eta0_many`` past three classes)."""
-        return self._eta0[int(n_outputs > FEW_CLASSES)]
+        return self._eta0[int(n_outputs > self.few_classes)]
 
     def set_n_outputs(self, n_out):
         """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling, and
-        ``eta0`` becomes ``eta0_many`` past :data:`~onlinemkl.engines._replay.FEW_CLASSES` classes."""
+        ``eta0`` becomes ``eta0_many`` past ``few_classes`` (:data:`~onlinemkl.engines._replay.FEW_CLASSES`)."""
         self.hyper[_cf.H_NOUT] = n_out
         self.hyper[_cf.H_ETA0] = self.eta0_for(n_out)
         new = self._grow_outputs(n_out)

@@ -23,8 +23,8 @@ from .proximal import (CLASSIFICATION_LOSSES, GROUP_STEPS, REGRESSION_LOSSES, RE
 
 _cl = lazy_module("losses")
 
-__all__ = ["settings", "check_eta0", "make_engine", "classifier_engine", "regressor_engine", "AUTO_ETA0",
-           "AUTO_ETA0_MANY"]
+__all__ = ["settings", "check_eta0", "auto_gamma", "make_engine", "classifier_engine", "regressor_engine",
+           "AUTO_ETA0", "AUTO_ETA0_MANY"]
 
 #: ``eta0='auto'`` (the river classifier's default): :data:`AUTO_ETA0` while at most
 #: :data:`~onlinemkl.engines._replay.FEW_CLASSES` classes are known, :data:`AUTO_ETA0_MANY` past them.
@@ -49,6 +49,12 @@ def check_eta0(eta0, regression: bool) -> tuple[float, float]:
         return AUTO_ETA0, AUTO_ETA0_MANY
     value = check_number("eta0", eta0, low=0.0, low_open=True, hint=" (the initial step size; or 'auto')")
     return value, value
+
+
+def auto_gamma(loss_at_zero, modulus) -> float:
+    """``gamma='auto'``: appendix E's radius ``sqrt(2 L(0) / modulus)`` of the ball holding the
+    optimum; 0 (no projection) without strong convexity or without a loss at ``theta = 0``."""
+    return math.sqrt(2.0 * loss_at_zero / modulus) if (modulus > 0 and loss_at_zero is not None) else 0.0
 
 
 def check_explicit_groups(groups):
@@ -110,7 +116,7 @@ def settings(p, regression, loss_at_zero, n_extra_groups=0):
             f"elastic_net with sigma > 0) and lam > 0; regularizer={reg!r}, lam={lam}"
         )
     if p.gamma == "auto":
-        gamma = math.sqrt(2.0 * loss_at_zero / modulus) if (modulus > 0 and loss_at_zero is not None) else 0.0
+        gamma = auto_gamma(loss_at_zero, modulus)
     elif p.gamma is None:
         gamma = 0.0
     else:

@@ -18,7 +18,7 @@ from .._proba import class_probabilities
 from .._sync import ModelLock, _lock_of
 from .._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_target_value,
                            with_upstream_hint)
-from ..engine import BufferEngine, recorded_kernels
+from ..engine import BufferEngine, engine_for_state, kernels_of_state, state_with_settings
 from ..features import FeatureMap, LabelMap, check_feature_cap
 from ..kernels import restoring_kernels
 
@@ -185,7 +185,7 @@ class EngineAdapter(ModelLock):
             raise ValueError(f"{len(labels)} labels for {self._engine.n_outputs} outputs")
 
     def _get_state(self):
-        params, arrays = self._engine.get_state()
+        params, arrays = state_with_settings(self._engine)
         state = {"engine": params, "features": list(self._features.names)}
         if hasattr(self, "_labels"):
             state["labels"] = list(self._labels.labels)
@@ -196,17 +196,23 @@ class EngineAdapter(ModelLock):
         """Restore onto a fresh adapter built from the saved parameters; a ``ValueError`` names the
         rule an inconsistent state breaks.
 
-        An engine over a support buffer records its kernels: with ``kernels=None`` the adapter
-        builds its engine again from them when they are not today's defaults
-        (:func:`onlinemkl.kernels.kernels_in_use`)."""
-        saved = recorded_kernels(state["engine"]) if isinstance(self._engine, BufferEngine) else None
+        The state records the engine's settings (the kernels in use, every default resolved):
+        the adapter builds its engine again from them when they are not what its parameters
+        resolve to today (:func:`onlinemkl.engine.engine_for_state`).  A state without them (an
+        older file) gives at least the kernels of an engine over a support buffer (recorded, or
+        read from its arrays: :func:`onlinemkl.engine.kernels_of_state`), which the engine is then
+        built with (:func:`onlinemkl.kernels.kernels_in_use`)."""
+        current = self._engine
+        saved = None
+        if isinstance(current, BufferEngine):
+            saved = kernels_of_state(state["engine"], arrays, lambda: current)
         with restoring_kernels(self, saved):
+            engine = self._engine
             if saved is not None and self.kernels is None and saved != self._engine.ck.kernels:
                 engine = self._new_engine()
-                engine.set_state(state["engine"], arrays)
-                self._engine = engine
-            else:
-                self._engine.set_state(state["engine"], arrays)
+            engine = engine_for_state(engine, state["engine"])
+            engine.set_state(state["engine"], arrays)
+            self._engine = engine
             old = self._features
             features = FeatureMap(old.ordered, old.max_features, old.hashing)
             features.restore(state["features"])
