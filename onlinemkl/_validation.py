@@ -142,8 +142,11 @@ def check_target(y, n_rows, name="y", what="value"):
 
 
 def check_feature_value(name, value):
-    """One feature value of a dict example: a finite real number of magnitude at most :data:`MAX_ABS_VALUE`."""
-    if isinstance(value, bool):
+    """One feature value of a dict example: a finite real number of magnitude at most :data:`MAX_ABS_VALUE`.
+
+    ``bool`` and ``numpy.bool_`` (what a boolean numpy array or DataFrame column hands out) read as 0/1,
+    as they do in an array."""
+    if isinstance(value, (bool, np.bool_)):
         return float(value)
     if not isinstance(value, numbers.Real):
         raise TypeError(
