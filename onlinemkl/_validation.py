@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import reprlib
 
 import numpy as np
 
@@ -19,6 +20,15 @@ MAX_ABS_VALUE = 1e150
 TOO_LARGE = ("is too large: a value's magnitude must be at most 1e150 (its square feeds running sums: the "
               "learner's norms, a StandardScaler's variance); rescale it (e.g. log1p, or other units) or "
               "drop the example")
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlong = _SHORT.maxstring = _SHORT.maxother = 60
+
+
+def shown(value) -> str:
+    """``repr(value)`` cut to about 60 characters (an int of 400 digits, a long string), for messages."""
+    return _SHORT.repr(value)
 
 
 def init_args(obj, args: dict) -> dict:
@@ -150,16 +160,16 @@ def check_feature_value(name, value):
         return float(value)
     if not isinstance(value, numbers.Real):
         raise TypeError(
-            f"feature {name!r} = {value!r} is not a number; encode categorical features "
+            f"feature {name!r} = {shown(value)} is not a number; encode categorical features "
             "(e.g. river's preprocessing.OneHotEncoder) before the learner"
         )
     if isinstance(value, numbers.Integral) and not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
-        raise ValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")  # before float(): it may overflow
+        raise ValueError(f"feature {name!r} = {shown(value)} {TOO_LARGE}")  # before float(): it may overflow
     v = float(value)
     if not math.isfinite(v):
-        raise ValueError(f"feature {name!r} = {value!r} is not finite; impute or drop it before the learner")
+        raise ValueError(f"feature {name!r} = {shown(value)} is not finite; impute or drop it before the learner")
     if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-        raise ValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")
+        raise ValueError(f"feature {name!r} = {shown(value)} {TOO_LARGE}")
     return v
 
 
@@ -181,14 +191,14 @@ def check_example(x: dict) -> None:
 def check_target_value(y, what="a regression target"):
     """A regression target: a finite real number (not a bool) of magnitude at most :data:`MAX_ABS_VALUE`."""
     if isinstance(y, bool) or not isinstance(y, numbers.Real):
-        raise ValueError(f"y={y!r}: {what} must be a finite number")
+        raise ValueError(f"y={shown(y)}: {what} must be a finite number")
     if isinstance(y, numbers.Integral) and not -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
-        raise ValueError(f"y={y!r}: {what} {TOO_LARGE}")
+        raise ValueError(f"y={shown(y)}: {what} {TOO_LARGE}")
     v = float(y)
     if not math.isfinite(v):
-        raise ValueError(f"y={y!r}: {what} must be a finite number")
+        raise ValueError(f"y={shown(y)}: {what} must be a finite number")
     if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-        raise ValueError(f"y={y!r}: {what} {TOO_LARGE}")
+        raise ValueError(f"y={shown(y)}: {what} {TOO_LARGE}")
     return v
 
 

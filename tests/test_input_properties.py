@@ -129,6 +129,20 @@ def test_numpy_bool_is_a_feature_value_like_bool():
     assert FeatureMap.values({"a": np.bool_(True), "b": np.bool_(False)}) == {"a": 1.0, "b": 0.0}
 
 
+@pytest.mark.parametrize("value", [10 ** 400, "x" * 10_000, -(10 ** 1000)], ids=["int400", "str10k", "int1000"])
+def test_a_huge_value_is_shown_short_in_the_message(value):
+    """The message names the feature and quotes the value cut short (not 400 digits or 10^4 characters)."""
+    with pytest.raises((ValueError, TypeError)) as info:
+        FeatureMap.values({"salary": value})
+    assert "'salary'" in str(info.value) and len(str(info.value)) < 400
+    if not isinstance(value, str):
+        from onlinemkl.river import ProximalMKLRegressor
+
+        with pytest.raises(ValueError) as info:
+            ProximalMKLRegressor().learn_one({"a": 1.0}, value)
+        assert "y=" in str(info.value) and len(str(info.value)) < 400
+
+
 # -- river faces: learn_one / predict_one on odd dicts ------------------------------------------
 
 RIVER = ("OBSCUREClassifier", "ProximalMKLClassifier", "ProximalMKLRegressor", "PolyMKLRegressor",
