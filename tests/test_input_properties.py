@@ -373,6 +373,34 @@ def test_sklearn_partial_fit_odd_arrays(name):
     prop()
 
 
+@pytest.mark.parametrize("name", SKLEARN)
+def test_sklearn_fit_odd_arrays(name):
+    """``fit`` from scratch: any number of columns is valid; a classifier needs two classes, so two rows."""
+    import onlinemkl
+
+    cls = getattr(onlinemkl, name)
+    classifier = name.endswith("Classifier")
+
+    @MORE
+    @given(X=odd_arrays())
+    def prop(X):
+        n = X.shape[0] if X.ndim else 0
+        y = np.arange(n) % 2 if classifier else np.linspace(-1, 1, n)
+        model = cls()
+        ok = X.ndim == 2 and X.shape[1] >= 1 and valid_rows(X, X.shape[1]) and (n >= 2 or not classifier)
+        if ok:
+            model.fit(X, y)
+            if np.all(np.abs(X.astype(np.float64)) < FINITE_BELOW):
+                assert np.all(np.isfinite(model.decision_function(X) if classifier else model.predict(X)))
+            return
+        with pytest.raises((ValueError, TypeError)) as info:
+            model.fit(X, y)
+        assert "X" in str(info.value) or (classifier and "class" in str(info.value)), str(info.value)
+        assert not hasattr(model, "_engine"), "a rejected fit left a fitted estimator"
+
+    prop()
+
+
 @pytest.mark.parametrize("name", ["ProximalMKLRegressor", "PolyMKLRegressor", "NonlinearKRRRegressor"])
 def test_sklearn_odd_targets(name):
     model = sklearn_model(name)
