@@ -37,7 +37,7 @@ LIMIT = 1e150
 #: records it; once fixed, raise this to LIMIT.
 FINITE_BELOW = 1e70
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 MORE = settings(SETTINGS, max_examples=80)  # the array strategies have more shapes and dtypes to reach
 
