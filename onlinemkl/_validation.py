@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import reprlib
 
 import numpy as np
 
@@ -41,6 +42,15 @@ UPSTREAM_HINT = ("; if a transformer precedes this learner in a pipeline, the va
 def with_upstream_hint(exc: Exception) -> Exception:
     """``exc`` (a :class:`FeatureValueError` or :class:`FeatureTypeError`) again, with :data:`UPSTREAM_HINT`."""
     return type(exc)(f"{exc}{UPSTREAM_HINT}")
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlong = _SHORT.maxstring = _SHORT.maxother = 60
+
+
+def shown(value) -> str:
+    """``repr(value)`` cut to about 60 characters (an int of 400 digits, a long string), for messages."""
+    return _SHORT.repr(value)
 
 
 def init_args(obj, args: dict) -> dict:
@@ -164,21 +174,24 @@ def check_target(y, n_rows, name="y", what="value"):
 
 
 def check_feature_value(name, value):
-    """One feature value of a dict example: a finite real number of magnitude at most :data:`MAX_ABS_VALUE`."""
-    if isinstance(value, bool):
+    """One feature value of a dict example: a finite real number of magnitude at most :data:`MAX_ABS_VALUE`.
+
+    ``bool`` and ``numpy.bool_`` (what a boolean numpy array or DataFrame column hands out) read as 0/1,
+    as they do in an array."""
+    if isinstance(value, (bool, np.bool_)):
         return float(value)
     if not isinstance(value, numbers.Real):
         raise FeatureTypeError(
-            f"feature {name!r} = {value!r} is not a number; encode categorical features "
+            f"feature {name!r} = {shown(value)} is not a number; encode categorical features "
             "(e.g. river's preprocessing.OneHotEncoder) before the learner"
         )
     if isinstance(value, numbers.Integral) and not -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
-        raise FeatureValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")  # before float(): it may overflow
+        raise FeatureValueError(f"feature {name!r} = {shown(value)} {TOO_LARGE}")  # before float(): it may overflow
     v = float(value)
     if not math.isfinite(v):
-        raise FeatureValueError(f"feature {name!r} = {value!r} is not finite; impute or drop it before the learner")
+        raise FeatureValueError(f"feature {name!r} = {shown(value)} is not finite; impute or drop it before the learner")
     if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-        raise FeatureValueError(f"feature {name!r} = {value!r} {TOO_LARGE}")
+        raise FeatureValueError(f"feature {name!r} = {shown(value)} {TOO_LARGE}")
     return v
 
 
@@ -201,14 +214,14 @@ def check_example(x: dict) -> None:
 def check_target_value(y, what="a regression target"):
     """A regression target: a finite real number (not a bool) of magnitude at most :data:`MAX_ABS_VALUE`."""
     if isinstance(y, bool) or not isinstance(y, numbers.Real):
-        raise ValueError(f"y={y!r}: {what} must be a finite number")
+        raise ValueError(f"y={shown(y)}: {what} must be a finite number")
     if isinstance(y, numbers.Integral) and not -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
-        raise ValueError(f"y={y!r}: {what} {TOO_LARGE}")
+        raise ValueError(f"y={shown(y)}: {what} {TOO_LARGE}")
     v = float(y)
     if not math.isfinite(v):
-        raise ValueError(f"y={y!r}: {what} must be a finite number")
+        raise ValueError(f"y={shown(y)}: {what} must be a finite number")
     if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-        raise ValueError(f"y={y!r}: {what} {TOO_LARGE}")
+        raise ValueError(f"y={shown(y)}: {what} {TOO_LARGE}")
     return v
 
 
