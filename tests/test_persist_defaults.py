@@ -22,6 +22,7 @@ import onlinemkl.engines.polymkl as engines_polymkl
 import onlinemkl.engines.proximal_setup as engines_proximal
 import onlinemkl.kernels as kernels_module
 import onlinemkl.obscure as obscure_face
+import onlinemkl.river._obscure as river_obscure
 from onlinemkl import NonlinearKRRRegressor as SkKRR
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
 from onlinemkl import PolyMKLRegressor as SkPoly
@@ -52,6 +53,8 @@ def patch_every_default(mp):
     mp.setattr(replay_module, "MANY_CLASSES_STEPS", 3)
     for module in (engines_proximal, obscure_face):
         mp.setattr(module, "replay_seed", lambda random_state: 987)
+    for module in (engines_proximal, river_obscure):
+        mp.setattr(module, "river_seed", lambda seed: 987)
     mp.setattr(engines_proximal, "auto_gamma", lambda loss_at_zero, modulus: 7.0)
     mp.setattr(engines_polymkl, "check_rho", lambda rho, degree: np.full(degree + 1, 0.5))
 
