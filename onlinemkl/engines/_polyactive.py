@@ -26,10 +26,19 @@ kernels, and works in rounds:
    for fixed coefficients (``theta_m`` proportional to ``(theta_m^2 q_m)^(1/3)``, ``q_m`` the
    gradient magnitude, normalised): each alternation lowers ``J``, which is jointly convex.
 3. **The ridge and the stopping rule by leave-one-out.**  With ``lam='auto'`` the ridge is
-   chosen by exact leave-one-out error from one ``m x m`` eigendecomposition per round; the
+   chosen by exact leave-one-out error from one thin SVD of the features per round, within
+   ``LAM_GRID``'s ends times the kernel's mean eigenvalue (the local grid around the last choice
+   included: below that end the solve's rounding, amplified by ``1 / lam``, is what the
+   leave-one-out error measures); the
    leave-one-out error also decides when to stop: after ``PATIENCE`` rounds without a
    relative improvement of ``IMPROVE``, once it is below ``FLOOR`` times the target's variance
    (nothing left worth finding), or after ``MAX_ROUNDS``.  The round of least error is kept.
+
+**Size of the active set.**  At most ``ACTIVE_SHARE`` of the window's rows: with as many
+kernels as rows, ``K_theta`` has full rank, a tiny ridge interpolates the window (the
+leave-one-out error, blind to the kernels having been chosen on the same rows, favours it) and
+predictions elsewhere go far off.  Once full, the set changes only as weights reach 0 (replacing
+the lightest kernels with new ones every round churns with the window's noise and predicts worse).
 
 Warm starts: the next mini-batch starts from the kept active set and weights.  With dense
 base kernels (``kernels`` given) the solver is Algorithm 2 + 3 (``solver='stochastic'``).
