@@ -57,18 +57,19 @@ def test_sklearn_budget_200_batches_of_32_beat_the_running_mean(name, seed):
 
 def test_leave_one_out_matches_refits_when_features_outnumber_rows():
     """The SVD form stays exact where the features span the rows and the ridge is tiny (the hat matrix
-    is nearly the identity and both the residual and 1 - H_ii are nearly 0)."""
+    is nearly the identity and both the residual and 1 - H_ii are nearly 0): computed as a difference,
+    that error comes out many times too low, and a tiny ridge looks best."""
     rng = np.random.default_rng(0)
     n, m = 12, 30
     B = rng.normal(size=(n, m))
     y = rng.normal(size=n)
-    shifts = np.array([1e-9, 1e-3, 1.0])
     K = B @ B.T
+    shifts = np.trace(K) / n * np.array([1e-13, 1e-6, 1.0])
     for c, got in zip(shifts, _loo(B, y, shifts)):
         e = [y[i] - K[i, np.arange(n) != i] @ np.linalg.solve(K[np.ix_(np.arange(n) != i, np.arange(n) != i)]
                                                             + c * np.eye(n - 1), y[np.arange(n) != i])
              for i in range(n)]
-        assert got == pytest.approx(np.mean(np.square(e)), rel=1e-5)
+        assert got == pytest.approx(np.mean(np.square(e)), rel=1e-2)
 
 
 @pytest.mark.parametrize("make", [lambda: PolyMKLRegressor(degree=3, budget=40, random_state=0),

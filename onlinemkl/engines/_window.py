@@ -305,7 +305,8 @@ class WindowEngine(EngineBase):
         Every prediction is kept within :meth:`target_bounds`, the window's target range widened by
         ``PREDICTION_MARGIN`` times its width on each side: a fit that would extrapolate far beyond
         the targets it was fitted on (a kernel that interpolates its window, a tiny ridge) predicts
-        at the edge of what the window supports instead."""
+        at the edge of what the window supports instead (a NaN, which no finite state produces,
+        reads the window's mean)."""
         if self.Xw.shape[0] == 0:
             return np.zeros(X.shape[0])
         with blas_limit(self.Xw.shape[0]):
