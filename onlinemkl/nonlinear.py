@@ -28,6 +28,10 @@ __all__ = ["NonlinearKRRRegressor", "project"]
 class NonlinearKRRRegressor(RegressorMixin, MiniBatchRegressor):
     """KRR with a learnt polynomial combination of kernels (Cortes et al. 2009), as a mini-batch learner.
 
+    Predictions are kept within the window's target range widened by its width on each side
+    (``onlinemkl.engines._window.PREDICTION_MARGIN``): room for a trend to continue, none for a fit
+    that would extrapolate a polynomial far beyond the targets it was fitted on.
+
     Parameters
     ----------
     kernels : sequence of onlinemkl.kernels.Kernel, default None

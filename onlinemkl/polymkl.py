@@ -28,6 +28,13 @@ __all__ = ["PolyMKLRegressor", "multiplicity"]
 class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     """Polynomial-kernel MKL regressor: KRR with learnt weights over products of base kernels.
 
+    The active-set solver keeps at most half the window's rows as active kernels (so the kernel
+    cannot interpolate the window) and its leave-one-out ridge within the grid's ends relative to
+    the kernel's mean eigenvalue.
+    Predictions are kept within the window's target range widened by its width on each side
+    (``onlinemkl.engines._window.PREDICTION_MARGIN``): room for a trend to continue, none for a fit
+    that would extrapolate a polynomial far beyond the targets it was fitted on.
+
     Parameters
     ----------
     kernels : sequence of onlinemkl.kernels.Kernel, default None

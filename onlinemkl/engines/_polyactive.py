@@ -26,10 +26,19 @@ kernels, and works in rounds:
    for fixed coefficients (``theta_m`` proportional to ``(theta_m^2 q_m)^(1/3)``, ``q_m`` the
    gradient magnitude, normalised): each alternation lowers ``J``, which is jointly convex.
 3. **The ridge and the stopping rule by leave-one-out.**  With ``lam='auto'`` the ridge is
-   chosen by exact leave-one-out error from one ``m x m`` eigendecomposition per round; the
+   chosen by exact leave-one-out error from one thin SVD of the features per round, within
+   ``LAM_GRID``'s ends times the kernel's mean eigenvalue (the local grid around the last choice
+   included: below that end the solve's rounding, amplified by ``1 / lam``, is what the
+   leave-one-out error measures); the
    leave-one-out error also decides when to stop: after ``PATIENCE`` rounds without a
    relative improvement of ``IMPROVE``, once it is below ``FLOOR`` times the target's variance
    (nothing left worth finding), or after ``MAX_ROUNDS``.  The round of least error is kept.
+
+**Size of the active set.**  At most ``ACTIVE_SHARE`` of the window's rows: with as many
+kernels as rows, ``K_theta`` has full rank, a tiny ridge interpolates the window (the
+leave-one-out error, blind to the kernels having been chosen on the same rows, favours it) and
+predictions elsewhere go far off.  Once full, the set changes only as weights reach 0 (replacing
+the lightest kernels with new ones every round churns with the window's noise and predicts worse).
 
 Warm starts: the next mini-batch starts from the kept active set and weights.  With dense
 base kernels (``kernels`` given) the solver is Algorithm 2 + 3 (``solver='stochastic'``).
@@ -59,6 +68,7 @@ N_SAMPLES = 64
 IMPROVE = 3e-2  # relative decrease of the leave-one-out error that counts as progress
 LOCAL_GRID = np.logspace(-1.5, 1.5, 13)
 FLOOR = 1e-3  # leave-one-out error, relative to the target's variance, below which the rounds stop
+ACTIVE_SHARE = 0.5  # at most this share of the window's rows as active kernels (at least 1)
 
 
 def n_multisets(r, D):
@@ -68,16 +78,20 @@ def n_multisets(r, D):
 
 def _loo(B, y, shifts):
     """Leave-one-out mean squared error of ridge regression on features ``B`` (kernel ``K = B B'``) for
-    each shift ``c``: with ``B'B = V diag(e) V'`` and ``E = B V``, the hat matrix is
-    ``E diag(1 / (e + c)) E'`` (one ``m x m`` eigendecomposition for every shift)."""
-    e, V = scipy.linalg.eigh(B.T @ B, check_finite=False)
-    e = np.maximum(e, 0.0)
-    E = B @ V
-    Ey = E.T @ y
-    F = 1.0 / (e[:, None] + shifts[None, :])
-    resid = y[:, None] - E @ (F * Ey[:, None])
-    lev = (E * E) @ F
-    return np.mean((resid / np.maximum(1.0 - lev, 1e-12)) ** 2, axis=0)
+    each shift ``c``, from one thin SVD ``B = U diag(s) V'``: the hat matrix is
+    ``U diag(s^2 / (s^2 + c)) U'``.  The residual ``(I - H) y`` and ``1 - H_ii`` are summed from their
+    non-negative parts ``c / (s^2 + c)`` and the part of ``y`` outside ``U``'s span, never as a
+    difference of nearly equal numbers: when the features outnumber the rows and ``c`` is small both
+    tend to 0 together, and cancellation would turn their ratio into noise."""
+    U, s, _ = scipy.linalg.svd(B, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+    s2 = s * s
+    Uy = U.T @ y
+    out_y = y - U @ Uy  # the part of y no shift can fit
+    out_lev = np.maximum(1.0 - np.sum(U * U, axis=1), 0.0)
+    F = shifts[None, :] / (s2[:, None] + shifts[None, :])  # (I - H) in U's basis
+    resid = out_y[:, None] + U @ (F * Uy[:, None])
+    one_minus_lev = out_lev[:, None] + (U * U) @ F
+    return np.mean((resid / np.maximum(one_minus_lev, 1e-300)) ** 2, axis=0)
 
 
 def _choose_shift(G, w, y, auto, c):
@@ -85,11 +99,13 @@ def _choose_shift(G, w, y, auto, c):
     kernel's mean eigenvalue; once a shift ``c > 0`` is known, ``LOCAL_GRID`` around it), else ``c``
     itself with its error."""
     B = G * np.sqrt(w)
-    if auto and c > 0:
-        shifts = c * LOCAL_GRID  # around the last choice
-    elif auto:
+    if auto:
         scale = float(np.sum(B * B)) / G.shape[0]
-        shifts = (scale if scale > 0 else 1.0) * LAM_GRID
+        scale = scale if scale > 0 else 1.0
+        if c > 0:  # around the last choice, never beyond the grid's ends for this kernel
+            shifts = np.clip(c * LOCAL_GRID, scale * LAM_GRID[0], scale * LAM_GRID[-1])
+        else:
+            shifts = scale * LAM_GRID
     else:
         shifts = np.array([c])
     loo = _loo(B, y, shifts)
@@ -165,7 +181,10 @@ def solve_active(eng, Fb, yc):
     first = 1 if eng.base.constant else 0
     auto = eng.lam_auto
     keys = [tuple(int(v) for v in row if v >= 0) for row in eng.Z]
+    cap = max(1, int(ACTIVE_SHARE * n))
     act = [k for k in range(len(keys)) if eng.theta[k] > 0]
+    if len(act) > cap - 1:  # a smaller window (a partial first batch) than the last: keep the heaviest
+        act = sorted(sorted(act, key=lambda k: -eng.theta[k])[: cap - 1])
     active = [keys[k] for k in act]
     theta = eng.theta[act].copy()
     if () not in active:  # the constant kernel (degree 0): the offset that non-centred products need
@@ -191,7 +210,7 @@ def solve_active(eng, Fb, yc):
     for _ in range(MAX_ROUNDS):
         have = set(active)
         new = [k for k in _candidates(eng, Fb, alpha, first, add + len(active)) if k not in have]
-        new = new[:add]
+        new = new[:min(add, cap - len(active))]
         if not new:
             break
         start = float(np.mean(theta)) if theta.size else 1.0
@@ -228,6 +247,13 @@ def solve_active(eng, Fb, yc):
     eng.Z, eng.theta = Z, theta
     eng.rebuild_index()
     eng.theta_pred = theta.copy()
+    if c > 0 and active:
+        # The predictor's dual from the n x n system itself: the rounds' alpha, a residual divided by
+        # c, loses about (largest eigenvalue / c)^2 of its precision when the ridge is small.
+        G = np.column_stack([_feature(k, Fb) for k in active])
+        K = (G * np.array([eng.multiplicity_prior(k) for k in active]) * theta) @ G.T
+        K[np.diag_indices(n)] += c
+        alpha = direct_solve(K, yc)
     eng.alpha = alpha
     eng.alpha_pred = alpha.copy()
     if c > 0:

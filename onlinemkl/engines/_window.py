@@ -20,7 +20,7 @@ from ..kernels import check_kernels
 _cp = lazy_module("polymkl")
 
 __all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge",
-           "check_lam", "LAM_GRID", "blas_limit"]
+           "check_lam", "LAM_GRID", "blas_limit", "PREDICTION_MARGIN"]
 
 #: Windows of fewer rows run their BLAS calls on one thread: an ``n x n`` product or
 #: factorisation of a few hundred rows is over before extra threads pay for themselves, and
@@ -48,6 +48,11 @@ def blas_limit(n_rows):
         return contextlib.nullcontext()
     return _controller.limit(limits=blas_threads(n_rows), user_api="blas")
 
+
+#: Predictions are kept within the window's target range widened by this many times its width on
+#: each side (:meth:`WindowEngine.target_bounds`): room for a trend to continue beyond the targets seen,
+#: none for a fit that extrapolates a high-degree polynomial far beyond them.
+PREDICTION_MARGIN = 1.0
 
 #: The ridge shifts ``n lam`` that ``lam='auto'`` tries, relative to the kernel's mean eigenvalue.
 LAM_GRID = np.logspace(-7.0, 2.0, 37)
@@ -295,11 +300,26 @@ class WindowEngine(EngineBase):
         raise NotImplementedError
 
     def predict_many(self, X: np.ndarray) -> np.ndarray:
-        """Predictions of many (validated) rows in the target's units; 0 before the first batch."""
+        """Predictions of many (validated) rows in the target's units; 0 before the first batch.
+
+        Every prediction is kept within :meth:`target_bounds`, the window's target range widened by
+        ``PREDICTION_MARGIN`` times its width on each side: a fit that would extrapolate far beyond
+        the targets it was fitted on (a kernel that interpolates its window, a tiny ridge) predicts
+        at the edge of what the window supports instead (a NaN, which no finite state produces,
+        reads the window's mean)."""
         if self.Xw.shape[0] == 0:
             return np.zeros(X.shape[0])
         with blas_limit(self.Xw.shape[0]):
-            return self._predict(X)
+            out = self._predict(X)
+        lo, hi = self.target_bounds()
+        return np.clip(np.nan_to_num(out, nan=float(self.yw.mean()), posinf=hi, neginf=lo), lo, hi)
+
+    def target_bounds(self):
+        """``(lo, hi)``: the window's target range ``[min, max]`` widened by ``PREDICTION_MARGIN`` times
+        its width on each side (a function of the window, which the state holds)."""
+        y_min, y_max = float(self.yw.min()), float(self.yw.max())
+        width = y_max - y_min
+        return y_min - PREDICTION_MARGIN * width, y_max + PREDICTION_MARGIN * width
 
     def _predict(self, X):  # pragma: no cover - every subclass overrides
         raise NotImplementedError

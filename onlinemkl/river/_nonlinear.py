@@ -17,7 +17,8 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
     feature's weight starts at ``mu0``.  Inputs and target are standardised on the support
     window inside (``standardize``), so no scaler is needed in front.  ``max_features``: at most
     this many features (an example bringing new names past it is rejected, as in
-    :class:`onlinemkl.river.OBSCUREClassifier`).
+    :class:`onlinemkl.river.OBSCUREClassifier`).  Predictions are kept within the window's target
+    range widened by its width on each side, as in the scikit-learn face.
 
     Examples
     --------

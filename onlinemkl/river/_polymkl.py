@@ -16,7 +16,8 @@ class PolyMKLRegressor(_MiniBatchRiver):
     :mod:`onlinemkl.kernels` whose groups are tuples of feature names.  Other
     parameters mean the same as in :class:`onlinemkl.PolyMKLRegressor`
     (``seed`` is its ``random_state``); inputs and target are standardised on the support
-    window inside (``standardize``), so no scaler is needed in front.
+    window inside (``standardize``), so no scaler is needed in front.  Predictions are kept within
+    the window's target range widened by its width on each side, as in the scikit-learn face.
 
     Parameters
     ----------
