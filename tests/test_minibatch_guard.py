@@ -9,7 +9,7 @@ from river.datasets import synth
 import onlinemkl.river as omr
 from onlinemkl import NonlinearKRRRegressor, PolyMKLRegressor, load
 from onlinemkl.engines._polyactive import _loo
-from onlinemkl.engines._window import PREDICTION_MARGIN
+from onlinemkl.engines._window import PREDICTION_MARGIN, duplicate_groups, loo_ridge
 
 # Rows per stream: enough for the window to fill and the active set to outgrow it, which is where the
 # defaults diverged (predictions near 1e16 on Friedman around example 800).
@@ -70,6 +70,49 @@ def test_leave_one_out_matches_refits_when_features_outnumber_rows():
                                                             + c * np.eye(n - 1), y[np.arange(n) != i])
              for i in range(n)]
         assert got == pytest.approx(np.mean(np.square(e)), rel=1e-2)
+
+
+def _leave_group_out_mse(K, y, c, groups):
+    """Refit without each group of equal rows, predict its rows: the reference for both forms."""
+    err = np.empty(len(y))
+    for g in np.unique(groups):
+        out, keep = groups == g, groups != g
+        a = np.linalg.solve(K[np.ix_(keep, keep)] + c * np.eye(keep.sum()), y[keep])
+        err[out] = y[out] - K[np.ix_(out, keep)] @ a
+    return float(np.mean(err * err))
+
+
+def test_leave_one_out_leaves_equal_rows_out_together():
+    """With repeated rows in the window, each row is left out with its copies (a copy left in the fit
+    predicts it perfectly, so plain leave-one-out picks the smallest ridge): both leave-one-out forms
+    match refits without the whole group, and rows without copies keep the plain formula."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(14, 3))
+    X = np.vstack([X, X[:5], X[:2]])  # two rows three times, three rows twice
+    n = X.shape[0]
+    y = X[:, 0] - X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
+    groups = duplicate_groups(X)
+    assert groups is not None and np.bincount(groups).max() == 3
+    assert duplicate_groups(X[:14]) is None
+    B = np.column_stack([X, X ** 2, np.ones(n)])
+    K = B @ B.T
+    shifts = np.trace(K) / n * np.array([1e-6, 1e-2, 1.0])
+    for c, got in zip(shifts, _loo(B, y, shifts, groups)):
+        assert got == pytest.approx(_leave_group_out_mse(K, y, c, groups), rel=1e-6)
+    lam, _, loo = loo_ridge(K, y, grid=shifts / (np.trace(K) / n), groups=groups)
+    assert loo == pytest.approx(_leave_group_out_mse(K, y, lam * n, groups), rel=1e-6)
+
+
+def test_repeated_rows_do_not_drive_the_ridge_down():
+    """Every row twice in a row (a duplicated stream) leaves the chosen ridge where the plain stream puts
+    it (the same shift ``n lam`` per distinct row, within a factor of two either way), for both mini-batch
+    learners' leave-one-out; a copy left in each fit drove it 2.4x (KRR) and 16x (PolyMKL) lower."""
+    data = list(synth.Planes2D(seed=1).take(200))
+    X = np.array([[x[k] for k in sorted(x)] for x, _ in data])
+    y = np.array([t for _, t in data])
+    for make in (lambda: PolyMKLRegressor(budget=200, random_state=0), lambda: NonlinearKRRRegressor(budget=200)):
+        plain, twice = make().fit(X, y), make().fit(np.repeat(X, 2, axis=0), np.repeat(y, 2))
+        assert plain.lam_ / 2 < twice.lam_ * 2 < plain.lam_ * 4
 
 
 @pytest.mark.parametrize("make", [lambda: PolyMKLRegressor(degree=3, budget=40, random_state=0),

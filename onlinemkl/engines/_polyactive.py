@@ -53,7 +53,7 @@ import numpy as np
 import scipy.linalg
 
 from .._lazy import lazy_module
-from ._window import LAM_GRID, direct_solve
+from ._window import LAM_GRID, direct_solve, duplicate_groups, loo_errors
 
 _cp = lazy_module("polymkl")
 
@@ -76,7 +76,7 @@ def n_multisets(r, D):
     return sum(math.comb(r + d - 1, d) for d in range(1, D + 1))
 
 
-def _loo(B, y, shifts):
+def _loo(B, y, shifts, groups=None):
     """Leave-one-out mean squared error of ridge regression on features ``B`` (kernel ``K = B B'``) for
     each shift ``c``, from one thin SVD ``B = U diag(s) V'``: the hat matrix is
     ``U diag(s^2 / (s^2 + c)) U'``.  The residual ``(I - H) y`` and ``1 - H_ii`` are summed from their
@@ -91,10 +91,12 @@ def _loo(B, y, shifts):
     F = shifts[None, :] / (s2[:, None] + shifts[None, :])  # (I - H) in U's basis
     resid = out_y[:, None] + U @ (F * Uy[:, None])
     one_minus_lev = out_lev[:, None] + (U * U) @ F
-    return np.mean((resid / np.maximum(one_minus_lev, 1e-300)) ** 2, axis=0)
+    if groups is None:
+        return np.mean((resid / np.maximum(one_minus_lev, 1e-300)) ** 2, axis=0)
+    return np.mean(loo_errors(resid, one_minus_lev, groups) ** 2, axis=0)  # equal rows left out together
 
 
-def _choose_shift(G, w, y, auto, c):
+def _choose_shift(G, w, y, auto, c, groups=None):
     """``(c, loo)``: with ``auto`` the shift of least leave-one-out error over the grid (relative to the
     kernel's mean eigenvalue; once a shift ``c > 0`` is known, ``LOCAL_GRID`` around it), else ``c``
     itself with its error."""
@@ -108,7 +110,7 @@ def _choose_shift(G, w, y, auto, c):
             shifts = scale * LAM_GRID
     else:
         shifts = np.array([c])
-    loo = _loo(B, y, shifts)
+    loo = _loo(B, y, shifts, groups)
     k = int(np.argmin(loo))
     return float(shifts[k]), float(loo[k])
 
@@ -180,6 +182,7 @@ def solve_active(eng, Fb, yc):
     n = Fb.shape[0]
     first = 1 if eng.base.constant else 0
     auto = eng.lam_auto
+    groups = duplicate_groups(Fb)
     keys = [tuple(int(v) for v in row if v >= 0) for row in eng.Z]
     cap = max(1, int(ACTIVE_SHARE * n))
     act = [k for k in range(len(keys)) if eng.theta[k] > 0]
@@ -197,9 +200,9 @@ def solve_active(eng, Fb, yc):
     if active:
         theta /= np.linalg.norm(theta)
         if c <= 0:
-            c, _ = _choose_shift(G, p * theta, yc, True, 0.0)
+            c, _ = _choose_shift(G, p * theta, yc, True, 0.0, groups)
         theta, alpha = _inner(G, p, theta, yc, c)
-        c, loo = _choose_shift(G, p * theta, yc, auto, c)
+        c, loo = _choose_shift(G, p * theta, yc, auto, c, groups)
         theta, alpha = _inner(G, p, theta, yc, c)
     else:
         alpha, loo = yc.copy(), float(np.mean(yc * yc)) * (n / max(n - 1, 1)) ** 2
@@ -220,9 +223,9 @@ def solve_active(eng, Fb, yc):
         p = np.concatenate([p, [eng.multiplicity_prior(k) for k in new]])
         G = np.column_stack([G] + [_feature(k, Fb) for k in new])
         if c <= 0:
-            c, _ = _choose_shift(G, p * theta, yc, True, c)
+            c, _ = _choose_shift(G, p * theta, yc, True, c, groups)
         theta, alpha = _inner(G, p, theta, yc, c)
-        c_new, loo = _choose_shift(G, p * theta, yc, auto, c)
+        c_new, loo = _choose_shift(G, p * theta, yc, auto, c, groups)
         if c_new != c:
             c = c_new
             theta, alpha = _inner(G, p, theta, yc, c)

@@ -19,7 +19,7 @@ from ..kernels import check_kernels
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge",
+__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge", "duplicate_groups", "loo_errors",
            "check_lam", "LAM_GRID", "blas_limit", "PREDICTION_MARGIN"]
 
 #: Windows of fewer rows run their BLAS calls on one thread: an ``n x n`` product or
@@ -71,14 +71,49 @@ def check_lam(lam):
     return float(lam)
 
 
-def loo_ridge(K, y, grid=LAM_GRID):
+def duplicate_groups(X):
+    """The window's rows grouped by equal value: ``None`` when every row is distinct, else the group
+    index of each row (``np.unique``'s inverse).  Leave-one-out must leave a row out with its copies
+    (:func:`loo_errors`): a copy left in the fit predicts the held-out row perfectly, so plain
+    leave-one-out on a window with repeated rows favours the smallest ridge and the model overfits."""
+    n = X.shape[0]
+    if n < 2:
+        return None
+    _, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    return inverse.reshape(n) if counts.max() > 1 else None
+
+
+def loo_errors(resid, one_minus_lev, groups=None):
+    """Leave-one-out residuals of a linear smoother, one column per ridge: ``resid = (I - H) y`` and
+    ``one_minus_lev = diag(I - H)``, both ``(n, n_ridges)``.  A distinct row's is ``resid / (1 - H_ii)``.
+    Rows in a group of ``m`` equal rows (``groups``, :func:`duplicate_groups`) are left out together:
+    equal rows have equal rows of ``H``, so ``(I - H)_GG = I + (l - 1) 1 1'`` with ``l = 1 - H_ii`` and
+    the leave-group-out residual is ``r_i - (l - 1) sum_G r / (1 + m (l - 1))``."""
+    out = resid / np.maximum(one_minus_lev, 1e-300)
+    if groups is None:
+        return out
+    counts = np.bincount(groups)
+    m = counts[groups]
+    rows = np.flatnonzero(m > 1)
+    if rows.size == 0:
+        return out
+    sums = np.zeros((counts.shape[0], resid.shape[1]))
+    np.add.at(sums, groups[rows], resid[rows])
+    lm1 = one_minus_lev[rows] - 1.0
+    denom = np.maximum(1.0 + m[rows, None] * lm1, 1e-300)
+    out[rows] = resid[rows] - lm1 * sums[groups[rows]] / denom
+    return out
+
+
+def loo_ridge(K, y, grid=LAM_GRID, groups=None):
     """Kernel ridge regression with its ridge chosen by exact leave-one-out, from one eigendecomposition.
 
     With ``K = U diag(s) U'`` and shift ``c = n lam``, the hat matrix is ``H = U diag(s / (s + c)) U'``
     and the leave-one-out residual of example ``i`` is ``(y - H y)_i / (1 - H_ii)``: every shift of
     ``grid`` (times the mean eigenvalue) costs two ``n x n`` products.  Returns ``(lam, alpha, loo_mse)``
     with ``alpha = (K + n lam I)^-1 y`` for the shift of least leave-one-out error (for the mean squared
-    loss, ``lam = c / n``).
+    loss, ``lam = c / n``).  ``groups`` (:func:`duplicate_groups` of the window) leaves equal rows out
+    together.
     """
     n = y.shape[0]
     s, U = scipy.linalg.eigh(K, check_finite=False)
@@ -91,7 +126,10 @@ def loo_ridge(K, y, grid=LAM_GRID):
     F = s[:, None] / (s[:, None] + shifts[None, :])
     resid = y[:, None] - U @ (F * Uy[:, None])
     lev = (U * U) @ F
-    loo = np.mean((resid / np.maximum(1.0 - lev, 1e-12)) ** 2, axis=0)
+    if groups is None:
+        loo = np.mean((resid / np.maximum(1.0 - lev, 1e-12)) ** 2, axis=0)
+    else:
+        loo = np.mean(loo_errors(resid, np.maximum(1.0 - lev, 1e-12), groups) ** 2, axis=0)
     k = int(np.argmin(loo))
     alpha = U @ (Uy / (s + shifts[k]))
     return float(shifts[k] / n), alpha, float(loo[k])

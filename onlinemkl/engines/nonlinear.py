@@ -35,7 +35,7 @@ import numpy as np
 
 from .._lazy import lazy_module
 from .._validation import check_choice, check_number
-from ._window import WindowEngine, check_lam, direct_solve, loo_ridge
+from ._window import WindowEngine, check_lam, direct_solve, duplicate_groups, loo_ridge
 
 _cp = lazy_module("polymkl")
 
@@ -171,12 +171,13 @@ class CortesEngine(WindowEngine):
         n = Zw.shape[0]
         self._check_kernel_range(Zw, self.d)
         Kb, Fb = self.base.arrays(Zw)
+        groups = duplicate_groups(Zw) if self.lam_auto else None
         r = self.mu.shape[0]
         mu0 = self.mu0(r)
         mu = project(self.mu, mu0, self.Lambda, self.norm)
         U = self.combined(mu, Kb, Fb, n)
         if self.lam_auto and not self.lam > 0:  # first batch: the ridge for the initial combination
-            self.lam = loo_ridge(U ** self.d, yc)[0]
+            self.lam = loo_ridge(U ** self.d, yc, groups=groups)[0]
         alpha, F = self.solve(U, yc)
         self.history = [F]
         g = self.gradient(U, alpha, Kb, Fb)
@@ -210,7 +211,7 @@ class CortesEngine(WindowEngine):
             g = self.gradient(U, alpha, Kb, Fb)
         self.n_iter_ = it
         if self.lam_auto:  # the ridge by leave-one-out for the learnt combination (used by the next batch too)
-            self.lam, alpha, _ = loo_ridge(U ** self.d, yc)
+            self.lam, alpha, _ = loo_ridge(U ** self.d, yc, groups=groups)
         self.mu, self.alpha = mu, alpha
 
     def _predict(self, X):
