@@ -357,9 +357,13 @@ class ProximalEngine(GroupNormEngine):
     def scores_one(self, x, average=None):
         """Scores of one example through the compiled pass (last or averaged model; default: ``average``)."""
         average = self.average if average is None else average
-        buf, spec, xg, _, scratch = self._records or self._build_records()
         n_out = max(self.n_outputs, 1)
         n = self.n_support
+        if n == 0 and not self.explicit_groups:
+            # no stored example and no explicit weights: every score is 0 exactly, answered
+            # without the compiled pass (a new process's first prediction never waits for it)
+            return np.zeros(n_out)
+        buf, spec, xg, _, scratch = self._records or self._build_records()
         sigma = self.sigma
         if average:
             # the averaged model's coefficients (O(n F)), then the same single pass with unit scales
