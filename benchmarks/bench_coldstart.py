@@ -28,9 +28,18 @@ imports onlinemkl.  The children use only public APIs that exist in both version
 fastest wall time with its CPU time; every run's figures are in the JSON.  ``--quick`` keeps the
 pipeline rows and one other learner.
 
+``--stream`` measures a longer first run instead: 4,000 rows of river's ``RandomRBF`` through
+``onlinemkl.river.ProximalMKLClassifier(budget=300)`` (predict, then learn, row by row) on an empty
+cache, by default (``default``: compiled on first use) against compiling first
+(``warmup``: ``onlinemkl.warmup(["proximal"], budget=True)``, then the same loop).  Per run: the
+seconds from launch to the first prediction (an empty model's), to the first prediction of a
+model that has learnt one row, and to the end; the two variants run back to back, ``--repeat``
+times, on each checkout, and the report gives each default/warmup ratio of the same round.
+
 Usage::
 
     python benchmarks/bench_coldstart.py [--a PATH] [--b PATH] [--quick] [--repeat N]
+    python benchmarks/bench_coldstart.py --stream [--a PATH] [--b PATH] [--repeat N]
 """
 
 from __future__ import annotations
@@ -91,6 +100,26 @@ import onlinemkl
 print("DONE", onlinemkl.__file__, flush=True)
 '''
 
+STREAM_CHILD = r'''
+import sys, time
+variant, rows = sys.argv[1], int(sys.argv[2])
+from river.datasets import synth
+import onlinemkl
+import onlinemkl.river
+if variant == "warmup":
+    onlinemkl.warmup(["proximal"], progress=False, budget=True)
+model = onlinemkl.river.ProximalMKLClassifier(budget=300)
+for i, (x, y) in enumerate(synth.RandomRBF(seed_model=42, seed_sample=42).take(rows)):
+    model.predict_one(x)
+    if i < 2:
+        print(f"PREDICTED {i}", flush=True)
+    model.learn_one(x, y)
+print("DONE", onlinemkl.__file__, flush=True)
+'''
+
+#: Rows of RandomRBF in ``--stream``'s runs.
+STREAM_ROWS = 4000
+
 LEARNERS = ["river_proximal", "river_proximal_regressor", "sklearn_obscure", "sklearn_proximal",
             "sequence", "polymkl", "nonlinear"]
 TARGETS = {"pipeline cold": 8.0, "pipeline warm": 2.0, "demo cold": 15.0, "demo warm": 2.0}
@@ -129,6 +158,53 @@ def run_child(checkout: Path, cache: str, what: str) -> dict:
     return {"wall_s": wall if wall is not None else end, "exit_s": end, "cpu_s": cpu}
 
 
+def run_stream(checkout: Path, variant: str) -> dict:
+    """One ``--stream`` child on a new empty cache: seconds from launch to its first two
+    predictions and to its end, and its CPU seconds."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ONLINEMKL_NO_CACHE")}
+    with tempfile.TemporaryDirectory(prefix="coldstart_nc_") as cache, \
+            tempfile.TemporaryDirectory(prefix="coldstart_cwd_") as cwd, tempfile.TemporaryFile("w+") as err:
+        env.update(PYTHONPATH=str(checkout), NUMBA_CACHE_DIR=cache)
+        cpu0, t0 = child_cpu(), time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", STREAM_CHILD, variant, str(STREAM_ROWS)], env=env,
+                                cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True)
+        marks = {}
+        for line in proc.stdout:
+            if line.startswith(("PREDICTED", "DONE")):
+                marks[" ".join(line.split()[:2]) if line.startswith("PREDICTED") else "DONE"] = time.perf_counter() - t0
+        code = proc.wait()
+        if code != 0:
+            err.seek(0)
+            raise RuntimeError(f"stream {variant} in {checkout} exited {code}:\n{err.read()[-4000:]}")
+    return {"first_prediction_s": marks["PREDICTED 0"], "first_learnt_prediction_s": marks["PREDICTED 1"],
+            "total_s": marks["DONE"], "cpu_s": child_cpu() - cpu0}
+
+
+def main_stream(args, sides):
+    """``--stream``: default against warmup-first, back to back, per checkout and round."""
+    rows, runs = [], []
+    t_start = time.perf_counter()
+    for rnd in range(args.repeat):
+        for side, checkout in sides.items():
+            got = {}
+            for variant in ("default", "warmup"):
+                got[variant] = run_stream(checkout, variant)
+                runs.append({"round": rnd, "side": side, "variant": variant, **got[variant]})
+                print(f"round {rnd} {side} {variant:8s}: first prediction {got[variant]['first_prediction_s']:6.2f} s, "
+                      f"after one row {got[variant]['first_learnt_prediction_s']:6.2f} s, "
+                      f"total {got[variant]['total_s']:6.2f} s (cpu {got[variant]['cpu_s']:6.2f})", flush=True)
+            rows.append({"round": rnd, "side": side,
+                         **{f"{v}_{k}": got[v][k] for v in got for k in ("first_prediction_s", "first_learnt_prediction_s", "total_s")},
+                         "default/warmup total": got["default"]["total_s"] / got["warmup"]["total_s"]})
+    load = os.getloadavg()
+    notes = (f"A = `{sides['A']}` ({git_head(sides['A'])}), B = `{sides['B']}` ({git_head(sides['B'])}); "
+             f"{STREAM_ROWS} RandomRBF rows, ProximalMKLClassifier(budget=300), empty cache per run; load "
+             f"average at the end {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f} on {os.cpu_count()} cores; whole "
+             f"run {time.perf_counter() - t_start:.0f} s.\n\n" + __doc__.split("\n\n")[5])
+    write_report(args.out or "coldstart_stream", rows, title="Cold first run of a stream: compiled on first use "
+                 "against compiling first", notes=notes, extra={"runs": runs, "rows_per_run": STREAM_ROWS})
+
+
 def measure(checkout: Path, what: str, warm: bool) -> tuple[dict, dict | None]:
     """A cold run in a new empty cache, and (``warm``) a second run on the cache it wrote."""
     with tempfile.TemporaryDirectory(prefix="coldstart_nc_") as cache:
@@ -151,8 +227,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="pipeline rows and one other learner only")
     ap.add_argument("--repeat", type=int, default=1, help="runs per row (fastest reported)")
     ap.add_argument("--out", default=None, help="report name (default coldstart / coldstart_quick)")
+    ap.add_argument("--stream", action="store_true", help="the 4,000-row RandomRBF stream, default against warmup")
     args = ap.parse_args(argv)
     sides = {"A": args.a.resolve(), "B": args.b.resolve()}
+    if args.stream:
+        return main_stream(args, sides)
     jobs = [("pipeline", True)] + [(w, False) for w in (LEARNERS[:1] if args.quick else LEARNERS)]
     if not args.quick:
         jobs.append(("demo", True))

@@ -79,7 +79,7 @@ def _river_obscure(budget=None):
 def _river_proximal(budget=None):
     from .river import ProximalMKLClassifier
 
-    # replay=2: replay's steps are a compiled entry point of their own
+    # replay=2: replay takes many rows in one compiled call; the warmup must take some
     for b in _budgets(budget):
         _stream(ProximalMKLClassifier(budget=b, replay=2), _arrays()[1], proba=True)
 

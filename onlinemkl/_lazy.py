@@ -1,32 +1,29 @@
-"""Background compilation: a learner answers from its first call while Numba compiles.
+"""Compilation of ``onlinemkl._core``'s entry points on first use, in a background thread.
 
-A new process with an empty compile cache needs 10-20 s of Numba compilation before a
-learner's first compiled step (most of it Numba's own typing and lowering, which no
-optimisation level removes).  Instead of blocking, the first call of an entry point of
-:mod:`onlinemkl._core` with a new signature starts that compilation in a background thread
-and runs the *same source* as Python meanwhile: a copy of ``onlinemkl._core`` imported with
-``numba.config.DISABLE_JIT`` (the code ``NUMBA_DISABLE_JIT=1`` runs, tested end to end by
-``tests/test_nojit.py``).  When the compilation ends, the compiled function replaces the
-stand-in and every later call goes straight to it; a warm cache loads within
-:data:`LOAD_WAIT_S` and never runs Python at all.
+A new process with an empty compile cache needs 10-30 s of Numba compilation before a
+learner's first compiled step.  The first call of an entry point of :mod:`onlinemkl._core`
+with a new signature starts that compilation in a background thread and waits for it; the
+compiled function then replaces the stand-in, so every later call goes straight to Numba.  A
+warm cache loads within :data:`LOAD_WAIT_S`; a compilation that takes longer says so (on a
+terminal a progress line with what is compiling and for how long).
 
-What a user sees: a river pipeline predicts within seconds of its first example, faster
-once the compilation is done; on a terminal a progress line says what is compiling and for
-how long.  The Python stand-in is slow (about 1-3 ms per example on a few hundred stored
-examples), so a call whose arrays hold more than :data:`PYTHON_MAX_ELEMENTS` values (a
-scikit-learn ``fit`` over a kernel matrix, a large buffer) waits for the compilation
-instead, as it would without this module.
+Nothing runs as Python while a compilation is under way: a learning call, and any prediction
+that reads the learnt model, waits for the compiled code.  So the same script gives the same
+model and the same predictions, bit for bit, whatever the state of the cache (running the
+source as Python agrees with the compiled code within rounding only: the compiled sums run
+in SIMD lanes, and in online learning one last bit decides whether a margin error triggers
+an update).  Answers that are exact without compiled code stay instant: the engines answer a
+prediction of a model that has learnt nothing (all scores zero) themselves.  Waiting in a
+thread rather than compiling in the caller's keeps the caller responsive to Ctrl-C and lets a
+process that ends early finish the compilation at exit, so that the next run starts compiled.
 
-Results while compiling agree with the compiled code's within rounding, not bit for bit
-(the compiled sums run in SIMD lanes).  ``ONLINEMKL_BACKGROUND_COMPILE=0`` turns the
-background path off (every first call compiles and waits, as plain Numba does); the test
-suite runs that way so that its bit-for-bit checks see one code path, and
-``tests/test_lazy.py`` tests this module.  :func:`blocking` turns it off for a block
-(:func:`onlinemkl.warmup` uses it: warming up means compiling).
+``ONLINEMKL_BACKGROUND_COMPILE=0`` compiles in the caller's thread instead (plain Numba); the
+test suite runs that way, and ``tests/test_lazy.py`` tests this module.  :func:`blocking` does
+the same for a block (:func:`onlinemkl.warmup` uses it).
 
 Caveat: as with any thread, a process that forks while a compilation runs (``multiprocessing``
-with the ``fork`` start method) hands its child a held compiler lock; call
-:func:`wait` before forking.
+with the ``fork`` start method) hands its child a held compiler lock; call :func:`wait` before
+forking.
 """
 
 from __future__ import annotations
@@ -45,29 +42,22 @@ from numba.core.dispatcher import Dispatcher
 
 from . import _config
 
-__all__ = ["lazy_module", "blocking", "wait", "enabled", "stats", "LOAD_WAIT_S", "PYTHON_MAX_ELEMENTS"]
+__all__ = ["lazy_module", "blocking", "wait", "enabled", "stats", "LOAD_WAIT_S"]
 
 log = logging.getLogger("onlinemkl")
 
-#: Seconds a first call waits for its background job before running Python: a cache load
-#: (the usual case after the first run) ends well within it, so warm runs never run Python.
+#: Seconds a first call waits for its background job before it announces the compilation: a
+#: cache load (the usual case after the first run) ends well within it, and shows nothing.
 LOAD_WAIT_S = 1.0
-
-#: A call whose array arguments hold more values than this waits for the compilation
-#: instead of running as Python (where it would take seconds or minutes).
-PYTHON_MAX_ELEMENTS = 200_000
-
-#: The package name of the Python copy of ``onlinemkl._core``.
-PYTHON_PACKAGE = "onlinemkl._core_python"
 
 _lock = threading.RLock()
 _blocking_depth = 0
 _jobs: list["_Job"] = []
-_counts = {"python_calls": 0, "compiled_in_background": 0}
+_counts = {"compiled_in_background": 0}
 
 
 def enabled() -> bool:
-    """True if first calls compile in the background (see the module docstring)."""
+    """True if first calls compile in a background thread (see the module docstring)."""
     if _blocking_depth or numba.config.DISABLE_JIT:
         return False
     return os.environ.get("ONLINEMKL_BACKGROUND_COMPILE", "1").strip().lower() not in ("0", "false", "no")
@@ -75,7 +65,7 @@ def enabled() -> bool:
 
 @contextlib.contextmanager
 def blocking():
-    """Within the block, a first call compiles and waits for it (plain Numba behaviour)."""
+    """Within the block, a first call compiles in the caller's thread (plain Numba behaviour)."""
     global _blocking_depth
     with _lock:
         _blocking_depth += 1
@@ -97,11 +87,10 @@ def wait(timeout=None) -> bool:
 def _finish_at_exit():
     """At exit, let running compilations finish, so that they reach the cache.
 
-    Otherwise a script shorter than the compilation would never leave compiled code behind,
-    and every run would start as Python again.  Ctrl-C skips the wait (the cache then stays
-    empty for the entry points still compiling), and so does a process without a cache
-    (``_config.CACHE`` false: a read-only install, ``ONLINEMKL_NO_CACHE``), whose compiled code
-    would be thrown away: it exits as soon as its own work is done.
+    A compilation still runs at exit only if its caller was interrupted (Ctrl-C while it
+    waited): the next run then starts compiled.  A second Ctrl-C skips the wait, and so does a
+    process without a cache (``_config.CACHE`` false: a read-only install,
+    ``ONLINEMKL_NO_CACHE``), whose compiled code would be thrown away.
     """
     running = [j for j in _jobs if not j.done.is_set()]
     if not running or not _config.CACHE:
@@ -115,49 +104,15 @@ def _finish_at_exit():
 
 
 def stats() -> dict:
-    """Calls answered by the Python stand-in and entry points compiled in the background."""
+    """Entry points compiled in the background so far, and how many compilations still run."""
     return dict(_counts, compiling=sum(not j.done.is_set() for j in _jobs))
-
-
-def _python_module(name: str) -> types.ModuleType:
-    """``onlinemkl._core.<name>`` imported again as plain Python (Numba's jit disabled).
-
-    The copy lives in its own package, :data:`PYTHON_PACKAGE`, whose path is ``_core``'s,
-    so the modules' relative imports resolve to the Python copies as well.
-    """
-    with _lock:
-        package = sys.modules.get(PYTHON_PACKAGE)
-        if package is None:
-            from . import _core
-
-            package = types.ModuleType(PYTHON_PACKAGE, "onlinemkl._core run as Python")
-            package.__path__ = list(_core.__path__)
-            package.__package__ = PYTHON_PACKAGE
-            sys.modules[PYTHON_PACKAGE] = package
-        saved = numba.config.DISABLE_JIT
-        numba.config.DISABLE_JIT = True  # numba.njit returns the plain function while this holds
-        try:
-            return importlib.import_module(f"{PYTHON_PACKAGE}.{name}")
-        finally:
-            numba.config.DISABLE_JIT = saved
-
-
-def _elements(args) -> int:
-    """How many values the array arguments (also inside tuples) hold."""
-    total = 0
-    for a in args:
-        if isinstance(a, tuple):
-            total += _elements(a)
-        else:
-            total += getattr(a, "size", 0)
-    return total
 
 
 def _in_cache(dispatcher) -> bool:
     """True unless the dispatcher surely has nothing in the on-disk cache (no index file).
 
-    Only then is a first call worth :data:`LOAD_WAIT_S` of waiting: an empty cache would make
-    every entry point of a learner wait in turn for nothing.
+    Only then is a first call worth :data:`LOAD_WAIT_S` of silence: with an empty cache the
+    progress line appears at once.
     """
     try:
         return os.path.exists(dispatcher._cache._cache_file._index_path)  # Numba internals
@@ -185,7 +140,7 @@ class _Job:
         try:
             self.entry.dispatcher.compile(self.sig)
             _counts["compiled_in_background"] += 1
-        except BaseException as exc:  # the next call compiles in the foreground and raises it
+        except BaseException as exc:  # the caller then compiles in its own thread and raises it
             log.debug("background compilation of %s failed: %r", self.entry.name, exc)
         finally:
             self.done.set()
@@ -198,7 +153,7 @@ class _Job:
         from ._compile import _Ticker
 
         what = ("finishing the compilation of {} for the next runs (Ctrl-C skips)" if at_exit else
-                "compiling {} in the background (first run only)").format(self.entry.name)
+                "compiling {} (first run only)").format(self.entry.name)
         log.info("%s", what)
         with _lock:
             if self.done.is_set() or self._bar is not None:
@@ -216,7 +171,7 @@ class _Job:
 
 
 class _Entry:
-    """A compiled entry point whose first call compiles in the background."""
+    """A compiled entry point whose first call compiles in a background thread and waits."""
 
     def __init__(self, proxy: "LazyModule", name: str, dispatcher: Dispatcher):
         self.proxy, self.name, self.dispatcher = proxy, name, dispatcher
@@ -230,24 +185,19 @@ class _Entry:
     def __call__(self, *args):
         if not enabled():
             return self._compiled()(*args)
-        job = self.job
-        if job is None:
-            sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
-            if sig in self.dispatcher.overloads:
-                return self._compiled()(*args)
-            with _lock:
-                if self.job is None:
-                    self.job = _Job(self, sig)
-                    self.job.start()
-                job = self.job
-            if job.done.wait(LOAD_WAIT_S if _in_cache(self.dispatcher) else 0.0):
-                return self._compiled()(*args)
-            job.announce()
-        if job.done.is_set() or _elements(args) > PYTHON_MAX_ELEMENTS:
-            job.done.wait()
+        sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
+        if sig in self.dispatcher.overloads:
             return self._compiled()(*args)
-        _counts["python_calls"] += 1
-        return getattr(self.proxy.python_module(), self.name)(*args)
+        with _lock:
+            if self.job is None:
+                self.job = _Job(self, sig)
+                self.job.start()
+            job = self.job
+        if job.sig == sig and not job.done.wait(LOAD_WAIT_S if _in_cache(self.dispatcher) else 0.0):
+            job.announce()
+            job.done.wait()
+        # compiled now (or, for another signature or a failed job, compiles here, as plain Numba)
+        return self._compiled()(*args)
 
 
 class LazyModule(types.SimpleNamespace):
@@ -255,14 +205,11 @@ class LazyModule(types.SimpleNamespace):
 
     Every other attribute (constants, record types) is the module's own object.  Once an
     entry point's compilation is done, its attribute here *is* the Numba dispatcher, so the
-    engines' calls pay nothing for this module after the first run.
+    engines' calls pay nothing for this module after the first one.
     """
 
-    def __init__(self, module: types.ModuleType, python_module=None):
+    def __init__(self, module: types.ModuleType):
         super().__init__(**{k: v for k, v in vars(module).items() if not k.startswith("__")})
-        short = module.__name__.rsplit(".", 1)[-1]
-        #: () -> the module's Python copy (imported on the first call that needs it)
-        self.python_module = python_module or (lambda: _python_module(short))
         for name, value in vars(module).items():
             if isinstance(value, Dispatcher) and not value.targetoptions.get("parallel"):
                 setattr(self, name, _Entry(self, name, value))

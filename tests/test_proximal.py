@@ -303,8 +303,9 @@ def test_a_competing_update_that_is_the_least_is_projected_onto_a_row(n_classes,
         compete = i % 2 == 1
         eng._ensure_rows(eng.n_support + 1)
         buf, spec, xg, st, scratch = eng._records or eng._build_records()
-        _, _, updated, slot = _cf.fobos_learn(X[i], int(y[i]), 0.0, buf, spec, xg, st, scratch,
-                                              np.full(2, -1, dtype=np.int64), eng._eviction(replay=compete))
+        _, _, updated, slot, _ = _cf.fobos_run(np.zeros(1, dtype=np.int64), X[i][None, :],
+                                               (np.array([int(y[i])]), np.zeros(1)), buf, spec, xg, st, scratch,
+                                               np.full(2, -1, dtype=np.int64), eng._eviction(replay=compete))
         n_projected += updated and slot < 0
         assert ref.learn(X[i], int(y[i]), 0.0, compete=compete)[1] == updated, f"step {i}"
         assert eng.n_support <= 12

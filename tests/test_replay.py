@@ -612,8 +612,10 @@ def _stream_learn_one_call_per_step(engine, x, label):
                 continue
             engine._ensure_rows(engine.n_support + 1)
             buf, spec, xg, st, scratch = engine._records or engine._build_records()
-            _, _, updated, slot = _cf.fobos_learn(row, int(y), 0.0, buf, spec, xg, st, scratch, mem.where[j],
-                                                  engine._eviction(replay=True))  # the replayed step's rule
+            hint = mem.where[j].copy()
+            _, _, updated, slot, _ = _cf.fobos_run(np.zeros(1, dtype=np.int64), row[None, :],
+                                                   (np.array([int(y)]), np.zeros(1)), buf, spec, xg, st, scratch,
+                                                   hint, engine._eviction(replay=True))  # the replayed step's rule
             if updated and slot >= 0:  # (-1: the update was projected onto a stored row)
                 mem.where[j] = (slot, engine.buf.tstamp[slot])
         if slot_x >= 0 and engine.buf.tstamp[slot_x] != stamp_x:  # x's row went to a replayed example
@@ -627,7 +629,7 @@ def _stream_learn_one_call_per_step(engine, x, label):
                                           ("regressor", {"replay": 4})])
 def test_proximal_replay_in_one_compiled_call_takes_the_same_steps(kind, params):
     """``ProximalEngine.stream_learn`` takes its replay steps in one compiled call
-    (``fobos_replay``): the same draws, steps and row hints as one ``_step`` each (regression: the
+    (``fobos_run`` over the drawn rows): the same draws, steps and row hints as one ``_step`` each (regression: the
     targets standardised with the running statistics, no hints), so the same model bit for bit."""
     from onlinemkl.river import ProximalMKLClassifier, ProximalMKLRegressor
 

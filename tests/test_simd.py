@@ -11,7 +11,6 @@ import numba
 import numpy as np
 import pytest
 
-from onlinemkl import _lazy
 from onlinemkl._core import kernels as ck
 from onlinemkl._core import simd
 
@@ -100,18 +99,3 @@ def test_layouts_the_intrinsic_does_not_take_go_to_the_twin():
     strided_out = np.zeros((50, 2))[:, 1]
     simd.dots_block(x, S, 0, 50, 0, 60, strided_out)
     _check(strided_out, x, S, 0, 50, 0, 60)
-
-
-def test_python_copy_uses_the_twins():
-    """The Python copy of ``_core`` that ``_lazy`` runs while compiling takes the twins (an
-    ``@intrinsic`` cannot run as Python); NUMBA_DISABLE_JIT=1 is tested end to end in test_nojit."""
-    py = _lazy._python_module("simd")
-    assert py.dots_block is py.dots_block_plain
-    assert not isinstance(py.dots_block, numba.core.dispatcher.Dispatcher)
-    assert simd.dots_block is simd._dots_block_vector
-    x, S = _data(37, 11, 4)
-    a, b = np.zeros(37), np.zeros(37)
-    py.dots_block(x, S, 0, 37, 0, 11, a)
-    simd.dots_block(x, S, 0, 37, 0, 11, b)
-    _check(a, x, S, 0, 37, 0, 11)
-    _check(b, x, S, 0, 37, 0, 11)

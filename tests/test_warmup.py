@@ -102,8 +102,9 @@ def test_evaluate_and_predict_compile_the_models_learner(capsys, tmp_path, fake_
 
 
 def test_proximal_warmup_takes_replay_steps(monkeypatch):
-    """Proximal MKL's replayed steps are a compiled entry point of their own (``fobos_replay``):
-    the warmup's stream must take some, or a user's first replay would compile mid-stream."""
+    """Proximal MKL's replayed steps take many rows in one call (``fobos_run``, a signature of its
+    own if the rows' layout differed): the warmup's stream must take some, so that a user's
+    first replay never compiles mid-stream."""
     from onlinemkl.engines.proximal import ProximalEngine
 
     calls = []
@@ -115,13 +116,13 @@ def test_proximal_warmup_takes_replay_steps(monkeypatch):
 
 
 @pytest.mark.parametrize("step, evicts", [("obscure.obscure_step", "make_room"),
-                                          ("fobos.fobos_learn", "choose_dense_evictee")])
+                                          ("fobos.fobos_step", "choose_dense_evictee")])
 @pytest.mark.parametrize("budgeted", [False, True])
 def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(step, evicts, budgeted):
     """A step's eviction code (more passes over the buffer and a projection: a fifth of a cold
     compilation) is pruned from the variant a learner without a budget compiles: Numba's branch
     pruning on the ``eviction is not None`` test of the step's last argument, run here on the
-    step's untyped IR as the compiler runs it (OBSCURE's step is inlined into its entry points,
+    step's untyped IR as the compiler runs it (both steps are inlined into their entry points,
     where the compiler prunes again after inlining, on the entry point's argument)."""
     import importlib
 
@@ -137,3 +138,18 @@ def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(step, ev
     names = {stmt.value.name for block in func_ir.blocks.values() for stmt in block.body
              if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global)}
     assert (evicts in names) is budgeted
+
+
+def test_proximal_steps_and_replay_compile_one_entry_point():
+    """A new example's step and replay's steps go through one compiled function (``fobos_run``,
+    the step inlined into it): Numba re-optimises a function's whole call tree in each compiled
+    caller, so a second entry point over the same step cost a second optimisation of all of it.
+    Both calls must also type alike, or the one function would compile twice."""
+    from numba import types
+
+    from onlinemkl._core import fobos
+
+    _compile.WARMUPS["proximal"][1](True)  # with a budget: single steps, replay, predictions
+    variants = [sig for sig in fobos.fobos_run.signatures if sig[-1] == types.int64]
+    assert len(variants) == 1
+    assert not fobos.fobos_step.signatures  # inlined, never compiled on its own

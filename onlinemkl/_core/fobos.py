@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._config import njit
+from .._config import njit, njit_inline
 from .buffer import close_gap, close_row_gap, put_column, put_row
 from .group_evict import (EVICT_LEAST_IMPACT_COMPETING, choose_dense_evictee, evict_and_merge, evict_scan,
                           project_update, row_impact, update_impact)
@@ -212,7 +212,7 @@ def fobos_scores(x, buf, spec, xg, sigma, n, n_out, scratch):
     ``scratch.g`` (the raw per-group scores) and ``scratch.scores`` are written.
 
     The records may come as plain tuples of their fields, as the engines pass them (see
-    :func:`fobos_learn`).
+    :func:`fobos_step`).
     """
     buf, spec, xg, scratch = ProxRows(*buf), KernelSpec(*spec), ExplicitGroups(*xg), ProxScratch(*scratch)
     G = spec.gptr.shape[0] - 1
@@ -245,7 +245,7 @@ def implicit_insert(slot, q, u, steps, stamp, buf, params, st, g_x, merge):
     ``theta_k.v = sum_c u_c g_x[k, c]`` from the raw scores of ``x``.  ``u`` has one entry per
     output in use; ``stamp`` is the row's time stamp.  Writes row ``slot`` of ``buf``
     (:class:`ProxRows`) and ``st.theta_sq`` (:class:`GroupState`).  ``merge``: row ``slot``
-    already holds ``x`` with class vector ``u`` (a replayed example, see :func:`fobos_learn`):
+    already holds ``x`` with class vector ``u`` (a replayed example, see :func:`fobos_step`):
     its coefficients grow by ``r_k`` instead, after its share of the averaged model so far is
     folded in (as :func:`fold_implicit_group` does), so the averaged model stays exact.
     ``steps``: each group's step size (``eta`` times its share, :mod:`~onlinemkl._core.group_steps`).
@@ -403,8 +403,46 @@ def compress_rows(budget, buf, spec, st, order):
 
 
 @njit
-def fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
+def fobos_run(order, X, labels, buf, spec, xg, st, scratch, merge, eviction):
+    """Steps of :func:`fobos_step` on the rows ``X[order[t]]`` with ``labels = (y_cls, y_val)``:
+    labels ``y_cls[t]`` / targets ``y_val[t]``, in order; the learner's one compiled entry point
+    for learning.  Returns the last step's ``(loss, yhat, updated, slot)`` and the number of
+    steps that updated the model.
+
+    A new example is one step (``order = [0]``, ``X`` its row); replay
+    (:mod:`onlinemkl.engines._replay`) takes its steps in one call, with the draws made first:
+    one call per replayed step would pay Python's call and Numba's argument dispatch per step, a
+    cost that on a small buffer is larger than the step.  Both go through this one function so
+    that the step's call tree is compiled and optimised once, not once per entry point (Numba
+    re-optimises a function's whole call tree in every compiled caller).
+
+    ``merge``: row hints, ``[slot, stamp]`` per row of ``X`` flattened (see :func:`fobos_step`),
+    updated in place where a step stores or adds to a row; any other length (regression: an
+    empty array) passes no hint.  ``buf``, ``spec``, ``xg``, ``st``, ``scratch`` and ``eviction``
+    as :func:`fobos_step` takes them; the caller guarantees capacity for ``len(order)`` more rows.
+    """
+    y_cls, y_val = labels
+    hints = merge.shape[0] == 2 * X.shape[0]
+    none = np.full(2, -1, dtype=np.int64)  # "stored nowhere"
+    n_updates = 0
+    loss, yhat, updated, slot = 0.0, 0, False, -1
+    for t in range(order.shape[0]):
+        i = order[t]
+        hint = merge[2 * i:2 * i + 2] if hints else none
+        loss, yhat, updated, slot = fobos_step(X[i], y_cls[t], y_val[t], buf, spec, xg, st, scratch, hint, eviction)
+        if updated:
+            n_updates += 1
+            if hints and slot >= 0:  # (-1: projected onto a row, the hint still holds or names none)
+                merge[2 * i] = slot
+                merge[2 * i + 1] = buf[5][slot]  # the time stamp of the row (ProxRows.tstamp)
+    return loss, yhat, updated, slot, n_updates
+
+
+@njit_inline
+def fobos_step(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     """One online proximal step on ``(x, y)``; returns ``(loss, yhat, updated, slot)``.
+
+    Inlined into :func:`fobos_run` (its only caller), so it is compiled there only.
 
     ``merge`` (int64 ``[slot, stamp]``, or ``[-1, -1]``): where ``x`` is stored already (a
     replayed example).  If that row still holds it with this update's class vector ``u`` (the

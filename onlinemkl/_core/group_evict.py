@@ -22,7 +22,7 @@ from .scores import dense_kernel_scores
 from .state import Query, Rows
 
 #: 'least_impact', with the incoming update competing for eviction: the proximal classifier's
-#: replayed steps (:func:`~onlinemkl._core.fobos.fobos_learn`, :func:`project_update`).
+#: replayed steps (:func:`~onlinemkl._core.fobos.fobos_step`, :func:`project_update`).
 EVICT_LEAST_IMPACT_COMPETING = 2
 
 

@@ -8,9 +8,8 @@ is in ``benchmarks/results/ab_simd*.md``).  Each entry has
   alive for the call, so no alias without an owner is ever made), behind an ``njit`` wrapper
   that checks the layout and every bound before it hands over, and finishes what the vector
   code leaves (a remainder of rows) with the twin;
-* a plain twin, the same computation as a loop: what ``NUMBA_DISABLE_JIT=1`` runs (and the
-  Python copy of ``_core`` that :mod:`onlinemkl._lazy` runs while compiling), what any layout
-  the wrapper does not accept takes, and what the tests hold the intrinsic to.
+* a plain twin, the same computation as a loop: what ``NUMBA_DISABLE_JIT=1`` runs, what any
+  layout the wrapper does not accept takes, and what the tests hold the intrinsic to.
 
 Under ``NUMBA_DISABLE_JIT`` the public names are the twins themselves: an ``@intrinsic``
 cannot run as Python.

@@ -39,7 +39,7 @@ MAX_VALUES = 1 << 20
 _MASK = (1 << 64) - 1
 
 #: The ``merge`` hint of a step whose example no support row holds (``[slot, time stamp]``;
-#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_learn``).  A third entry 1 makes
+#: see ``_core.obscure.obscure_step`` and ``_core.fobos.fobos_step``).  A third entry 1 makes
 #: it binding: the step adds to that row or does not update at all (replay under a budget).
 NO_MERGE = np.array([-1, -1], dtype=np.int64)
 

@@ -396,7 +396,12 @@ class ObscureEngine(BufferEngine):
         return run
 
     def scores_one(self, x: np.ndarray) -> np.ndarray:
-        """The output scores of one row (no update)."""
+        """The output scores of one row (no update).
+
+        A model with no stored example scores every row 0 exactly: answered here, so that the
+        first prediction of a new process never waits for the compiled pass (:mod:`onlinemkl._lazy`)."""
+        if self.n_support == 0:
+            return np.zeros(self.n_outputs)
         self._step(x, 0, _co.PREDICT)
         return self.scores[: self.n_outputs].copy()
 

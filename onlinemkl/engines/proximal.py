@@ -29,7 +29,6 @@ from . import _replay
 from ._replay import NO_MERGE, ReplayMemory
 
 _cf = lazy_module("fobos")
-_cr = lazy_module("fobos_replay")
 _cl = lazy_module("losses")
 _cp = lazy_module("prox")
 _cg = lazy_module("group_steps")
@@ -211,6 +210,8 @@ class ProximalEngine(GroupNormEngine):
         # Regression targets: running count, mean and sum of squared deviations (Welford).
         self.ystats = np.array([0.0, 0.0, 0.0])
         self._scratch(max(n_outputs, 1))
+        # one new example as fobos_run's arguments: order [0], its label, its target, its row hint
+        self._one = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(2, dtype=np.int64))
 
     def _scratch(self, C):
         P = self.theta_sq.shape[0]
@@ -222,7 +223,7 @@ class ProximalEngine(GroupNormEngine):
         self._forget_records()
 
     def _build_records(self):
-        """``(buf, spec, xg, st, scratch)``, the records :func:`~onlinemkl._core.fobos.fobos_learn`
+        """``(buf, spec, xg, st, scratch)``, the records :func:`~onlinemkl._core.fobos.fobos_run`
         and :func:`~onlinemkl._core.fobos.fobos_scores` take, as plain tuples (:func:`plain`);
         kept until an array is replaced."""
         self._records = plain(self._prox_rows(), self.ck.spec(),
@@ -282,7 +283,7 @@ class ProximalEngine(GroupNormEngine):
         buffer is full and a regressor while it has room.  Replayed regression targets are
         standardised with the current running statistics without updating them (a replay is
         not a new target).  A replayed class update goes to the row already holding the example
-        when it can (the ``merge`` hint of :func:`~onlinemkl._core.fobos.fobos_learn`)."""
+        when it can (the ``merge`` hint of :func:`~onlinemkl._core.fobos.fobos_step`)."""
         out = self.learn(x, label)
         mem = self.replay
         slot = out[3]
@@ -314,7 +315,7 @@ class ProximalEngine(GroupNormEngine):
 
     def replay_steps(self, steps: int) -> None:
         """``steps`` replay steps on examples drawn from the reservoir, in one compiled call
-        (:func:`~onlinemkl._core.fobos_replay.fobos_replay`): the draws do not depend on the steps,
+        (:func:`~onlinemkl._core.fobos.fobos_run`): the draws do not depend on the steps,
         so they are made first; the steps are those of one :meth:`_step` each."""
         mem = self.replay
         order = mem.draw(steps)
@@ -326,7 +327,7 @@ class ProximalEngine(GroupNormEngine):
             y_cls, y_val = labels[order], np.zeros(steps)
         self._ensure_rows(self.n_support + steps)
         buf, spec, xg, st, scratch = self._records or self._build_records()
-        _cr.fobos_replay(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction(True))
+        _cf.fobos_run(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction(True))
 
     def _step(self, x, y_cls, y_val, merge=NO_MERGE):
         """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:
@@ -335,7 +336,11 @@ class ProximalEngine(GroupNormEngine):
         if n >= self.buf.S.shape[0]:  # the buffer is full: grow it (at the budget: no-op, the step evicts)
             self._ensure_rows(int(n) + 1)
         buf, spec, xg, st, scratch = self._records or self._build_records()
-        return _cf.fobos_learn(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, self._eviction())
+        one = self._one
+        one[1][0], one[2][0], one[3][:] = y_cls, y_val, merge
+        loss, yhat, updated, slot, _ = _cf.fobos_run(one[0], x[None, :], one[1:3], buf, spec, xg, st, scratch,
+                                                     one[3], self._eviction())
+        return loss, yhat, updated, slot
 
     def _eviction(self, replay=False):
         """The eviction policy code the compiled step takes; None without a budget (that variant
@@ -364,9 +369,13 @@ class ProximalEngine(GroupNormEngine):
     def scores_one(self, x, average=None):
         """Scores of one example through the compiled pass (last or averaged model; default: ``average``)."""
         average = self.average if average is None else average
-        buf, spec, xg, _, scratch = self._records or self._build_records()
         n_out = max(self.n_outputs, 1)
         n = self.n_support
+        if n == 0 and not self.explicit_groups:
+            # no stored example and no explicit weights: every score is 0 exactly, answered
+            # without the compiled pass (a new process's first prediction never waits for it)
+            return np.zeros(n_out)
+        buf, spec, xg, _, scratch = self._records or self._build_records()
         sigma = self.sigma
         if average:
             # the averaged model's coefficients (O(n F)), then the same single pass with unit scales
