@@ -65,7 +65,7 @@ print(best)
 
 
 def measure(code_path, work, single):
-    # compile in the warm-up run itself (no background compilation running the Python stand-ins meanwhile)
+    # compile in the warm-up run itself, in the foreground
     env = dict(os.environ, PYTHONPATH=str(code_path), NUMBA_CACHE_DIR=f"/tmp/numba-bench-{Path(code_path).name}",
                ONLINEMKL_BACKGROUND_COMPILE="0")
     env.pop("OPENBLAS_NUM_THREADS", None)

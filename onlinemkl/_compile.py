@@ -247,7 +247,7 @@ def warmup(learners=None, progress=True, budget=None) -> dict:
                bar_format="{desc}{n_fmt}/{total_fmt} learners [{elapsed}]")
     from ._lazy import blocking
 
-    # blocking(): a warm-up compiles; it must not hand its calls to the Python stand-in
+    # blocking(): compile in this thread, under the warm-up's own progress bar (no line per entry point)
     with bar, _Ticker(bar), blocking():
         for name in names:
             bar.set_description(label(name), refresh=False)
