@@ -147,3 +147,18 @@ def test_guard_holds_after_save_and_load(tmp_path):
     Q = np.vstack([X[:5], np.full((2, 2), 50.0)])
     np.testing.assert_array_equal(again.predict(Q), model.predict(Q))
     assert again._fitted_engine().target_bounds() == model._fitted_engine().target_bounds()
+
+
+def test_the_ridge_search_around_a_tiny_last_choice_stays_above_the_grid_floor():
+    """The local grid around the last shift is clipped to the global grid's ends for the current kernel,
+    so the ridge cannot ratchet down by 10^1.5 per round into rounding noise."""
+    from onlinemkl.engines._polyactive import _choose_shift
+    from onlinemkl.engines._window import LAM_GRID
+
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(20, 40))  # more kernels than rows: a tiny ridge interpolates
+    w = np.ones(40)
+    y = rng.normal(size=20)
+    scale = float(np.sum(G * G)) / 20
+    c, loo = _choose_shift(G, w, y, True, 1e-12 * scale)
+    assert c >= scale * LAM_GRID[0] * (1 - 1e-12) and np.isfinite(loo)

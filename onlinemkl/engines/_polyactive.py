@@ -186,8 +186,9 @@ def solve_active(eng, Fb, yc):
     keys = [tuple(int(v) for v in row if v >= 0) for row in eng.Z]
     cap = max(1, int(ACTIVE_SHARE * n))
     act = [k for k in range(len(keys)) if eng.theta[k] > 0]
-    if len(act) > cap - 1:  # a smaller window (a partial first batch) than the last: keep the heaviest
-        act = sorted(sorted(act, key=lambda k: -eng.theta[k])[: cap - 1])
+    room = cap if any(keys[k] == () for k in act) else cap - 1  # the constant kernel joins below
+    if len(act) > room:  # a smaller window than the last (a partial first batch): keep the heaviest
+        act = sorted(sorted(act, key=lambda k: -eng.theta[k])[:room])
     active = [keys[k] for k in act]
     theta = eng.theta[act].copy()
     if () not in active:  # the constant kernel (degree 0): the offset that non-centred products need
