@@ -237,16 +237,43 @@ def _check_setting(name: str, fresh, saved) -> None:
     bad(f"is not a value this setting takes ({type(fresh).__name__})")
 
 
-def engine_for_state(fresh, params):
+def _given(face) -> dict:
+    """The face's parameters that no default resolves: those not None and not ``'auto'``."""
+    import inspect
+
+    out = {}
+    for name in inspect.signature(type(face).__init__).parameters:
+        value = getattr(face, name, None)
+        if value is not None and not (isinstance(value, str) and value == "auto"):
+            out[name] = value
+    return out
+
+
+def _check_given(name, fresh_value, saved, given) -> None:
+    """Refuse a saved setting that differs where the face's parameter of that name (or, in a dict
+    of settings, of its key's name) was given: only a resolved default may differ."""
+    items = [(name, fresh_value, saved)]
+    if isinstance(fresh_value, dict) and isinstance(saved, dict):
+        items += [(k, fresh_value[k], saved[k]) for k in fresh_value if k in saved]
+    for key, f, v in items:
+        if key in given and not isinstance(f, dict) and _plain(f) != v:
+            raise ValueError(f"the state's settings differ from the parameters: {key}={str(v)[:80]} was saved, "
+                             f"the parameter gives {key}={_plain(f)!r}: the state does not belong to this model")
+
+
+def engine_for_state(fresh, params, face=None):
     """The engine a saved state was learnt with, ready for ``set_state(params, ...)``.
 
-    ``fresh`` is an engine built from the face's saved parameters (which validates them).  A state
+    ``fresh`` is an engine built from the parameters of ``face`` (which validates them).  A state
     that records its settings (:func:`state_with_settings`) gets a new engine of the same class
     built from them when they differ from ``fresh``'s (a default changed since the file was
-    written); each differing setting is checked against ``fresh``'s first (:func:`_check_setting`),
-    and the engine's ``set_state`` then checks the state against the recorded settings.  A setting
-    the file lacks (an engine parameter added since) takes ``fresh``'s value; one this engine does
-    not know is refused.  A state without settings (older files) gets ``fresh``.
+    written).  Only a setting that a default resolves may differ: one named like a parameter of
+    ``face`` that was given (not None, not ``'auto'``) must be ``fresh``'s, as must
+    ``_FIXED_SETTINGS``; each other differing setting is checked against ``fresh``'s
+    (:func:`_check_setting`), and the engine's ``set_state`` then checks the state against the
+    recorded settings.  A setting the file lacks (an engine parameter added since) takes
+    ``fresh``'s value; one this engine does not know is refused.  A state without settings
+    (older files) gets ``fresh``.
     """
     saved = params.get(SETTINGS) if isinstance(params, dict) else None
     if saved is None:
@@ -260,8 +287,10 @@ def engine_for_state(fresh, params):
                          "a newer onlinemkl wrote the file; upgrade onlinemkl to load it")
     merged = dict(current)
     changed = False
+    given = {} if face is None else _given(face)
     for name, value in saved.items():
         if _plain(current[name]) != value:
+            _check_given(name, current[name], value, given)
             if name in fresh._FIXED_SETTINGS:
                 raise ValueError(f"the saved setting {name}={str(value)[:80]} differs from the {current[name]!r} "
                                  "the file's parameters and learnt state give")

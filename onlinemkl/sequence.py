@@ -330,7 +330,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             saved = kernels_of_state(state["engine"], arrays, self._new_engine)
             with restoring_kernels(self, saved):  # the engine is built with them
                 self._ensure_engine()
-                self._engine = engine_for_state(self._engine, state["engine"])  # the saved settings
+                self._engine = engine_for_state(self._engine, state["engine"], self)  # the saved settings
                 self._engine.set_state(state["engine"], arrays)
                 self._labels = LabelMap(state["labels"])
                 if len(self._labels) != self._engine.n_labels:

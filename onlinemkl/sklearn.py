@@ -131,7 +131,7 @@ class EngineEstimator(ModelLock, BaseEstimator):
         with restoring_kernels(self, saved):  # the engine is built with them
             fresh = self._engine_for(attrs)
             n_outputs = getattr(fresh, "n_outputs", None)  # what the face's classes imply
-            engine = engine_for_state(fresh, state["engine"])  # built with the saved settings
+            engine = engine_for_state(fresh, state["engine"], self)  # built with the saved settings
             engine.set_state(state["engine"], arrays)
             if getattr(engine, "n_outputs", None) != n_outputs:
                 raise ValueError(f"the engine has {engine.n_outputs} outputs where the estimator has {n_outputs}")

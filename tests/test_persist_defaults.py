@@ -273,11 +273,13 @@ def rewrite(src, dst, edit):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda s: s.update(budget="many"), r"setting budget=many is not a number"),
+    (lambda s: s.update(replay_window=None), r"settings differ from the parameters: replay_window=None"),
     (lambda s: s.update(eta0=-1.0), r"setting eta0=-1.0 is negative where the parameters give 1.0"),
     (lambda s: s.update(seed=0.5), r"setting seed=0.5 is not an integer"),
-    (lambda s: s.update(eviction="oldest"), r"setting eviction=oldest differs from the parameters' 'least_impact'"),
+    (lambda s: s.update(eviction="oldest"), r"settings differ from the parameters: eviction=oldest was saved"),
     (lambda s: s.update(n_outputs=10 ** 9), r"setting n_outputs=1000000000 differs from the 3 the file's"),
+    (lambda s: s.update(budget=41), r"settings differ from the parameters: budget=41 was saved, the parameter gives "
+                                    r"budget=40"),
     (lambda s: s.update(bogus=1), r"records settings \['bogus'\] that a ProximalEngine does not take.*upgrade"),
     (lambda s: s.update(kernels={"$type": "tuple", "items": []}), r"setting kernels holds no kernels"),
     (lambda s: s.update(kernels={"$type": "tuple", "items": [1.0]}), r"setting kernels\[0\]=1.0 is not a kernel"),

@@ -210,7 +210,7 @@ class EngineAdapter(ModelLock):
             engine = self._engine
             if saved is not None and self.kernels is None and saved != self._engine.ck.kernels:
                 engine = self._new_engine()
-            engine = engine_for_state(engine, state["engine"])
+            engine = engine_for_state(engine, state["engine"], self)
             engine.set_state(state["engine"], arrays)
             self._engine = engine
             old = self._features
