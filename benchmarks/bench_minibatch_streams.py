@@ -5,7 +5,12 @@ FriedmanDrift, Mv (numeric features only) and Planes2D generators at seeds 1 and
 Run ``python benchmarks/bench_minibatch_streams.py [ROWS]`` (ROWS per generated stream, default 2000;
 about a minute of CPU). Prints one line per stream.
 """
-from river import datasets as rd, preprocessing, stats, compose
+
+import sys
+import time
+
+import numpy as np
+from river import datasets as rd, preprocessing, stats
 from river.datasets import synth
 import onlinemkl.river as omr
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
