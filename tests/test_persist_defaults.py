@@ -233,9 +233,13 @@ def test_files_written_before_the_settings_load_as_before(name):
     else:
         X = np.array(inputs)
         got = (model.decision_function(X) if hasattr(model, "decision_function") else model.predict(X)).tolist()
-    # the same arrays; the prediction path may differ in the last bit (a function still compiling
-    # runs its Python copy, ARCHITECTURE.md), so within rounding
-    assert_close(got, meta["extra"]["predictions"])
+    want = meta["extra"]["predictions"]
+    bounds = getattr(getattr(model, "_engine", None), "target_bounds", None)
+    if bounds is not None:  # a mini-batch regressor predicts within its window's bounds, old files too
+        want = np.clip(np.asarray(want, dtype=float), *bounds()).tolist()
+    # the same arrays; the files were written while some functions still ran as Python (which agrees
+    # with the compiled code within rounding), so within rounding
+    assert_close(got, want)
 
 
 def assert_close(got, want):
