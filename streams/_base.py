@@ -189,13 +189,17 @@ class LineReader(Reader):
         """The records of :meth:`_parse` line by line, bad lines through the on_error policy."""
         lines = self._lines()
         try:
-            for line_no, text in lines:
-                try:
-                    record = self._parse(text)
-                except _BadLine as bad:
-                    self._bad(line_no, bad.problem, bad.fix)
-                    continue
-                if record is not None:
-                    yield record
+            yield from self._parsed(lines)
         finally:
             lines.close()
+
+    def _parsed(self, numbered) -> Iterator[Tuple[dict, Any]]:
+        """:meth:`_parse` over ``(line_no, text)`` pairs: the records, bad lines through the on_error policy."""
+        for line_no, text in numbered:
+            try:
+                record = self._parse(text)
+            except _BadLine as bad:
+                self._bad(line_no, bad.problem, bad.fix)
+                continue
+            if record is not None:
+                yield record

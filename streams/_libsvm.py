@@ -78,14 +78,7 @@ class LibSVMReader(LineReader):
         try:
             self.index_base, head = self._detect(lines)
             self._detected = True
-            for line_no, text in itertools.chain(head, lines):
-                try:
-                    record = self._parse(text)
-                except _BadLine as bad:
-                    self._bad(line_no, bad.problem, bad.fix)
-                    continue
-                if record is not None:
-                    yield record
+            yield from self._parsed(itertools.chain(head, lines))
         finally:
             lines.close()
 

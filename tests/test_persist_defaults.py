@@ -32,6 +32,7 @@ from onlinemkl import SequenceMKLLabeler
 from onlinemkl import river as omr
 from onlinemkl.kernels import RBF, Linear
 from onlinemkl.persist import ModelFileError, load, load_with_meta, save
+from test_saved_kernels import rewrite as rewrite_meta
 
 FIXTURES = Path(__file__).parent / "data" / "persist_v1"
 
@@ -256,19 +257,6 @@ def assert_close(got, want):
         assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
     else:
         assert got == want
-
-
-def rewrite_meta(src, dst, edit):
-    """Copy a model file with its meta.json edited by ``edit(meta)``."""
-    with zipfile.ZipFile(src) as zin:
-        entries = {n: zin.read(n) for n in zin.namelist()}
-    meta = json.loads(entries.pop("meta.json"))
-    edit(meta)
-    with zipfile.ZipFile(dst, "w") as zout:
-        for n, data in entries.items():
-            zout.writestr(n, data)
-        zout.writestr("meta.json", json.dumps(meta))
-    return dst
 
 
 def rewrite(src, dst, edit):
