@@ -10,15 +10,15 @@ import reprlib
 import numpy as np
 
 #: The largest magnitude a feature value (or regression target) may have.  The learners square
-#: values and sum the squares (group norms, distances to every stored example), and a
-#: ``StandardScaler`` in front keeps a running variance of them: a value with ``|x| >= 1.34e154``
-#: (``sqrt`` of the largest float64) makes those inf, then NaN, and every later example fails.
-#: 1e150 leaves a factor of 10^8 of headroom for the sums (the squared distance of two rows of
-#: 10^7 features at the bound is still finite); no measured quantity comes near it.
-MAX_ABS_VALUE = 1e150
+#: values and sum the squares (group norms, distances to every stored example), raise their inner
+#: products to a power (the default set's quadratic kernel computes ``(x . x)^2``, which overflows
+#: float64 once ``|x|`` passes about 1e77), and a ``StandardScaler`` in front keeps a running
+#: variance.  At 1e50 a degree-2 kernel over a billion features, and a squared distance summed over
+#: a window of millions of rows, stay finite; no measured quantity comes near it.
+MAX_ABS_VALUE = 1e50
 
-TOO_LARGE = ("is too large: a value's magnitude must be at most 1e150 (its square feeds running sums: the "
-              "learner's norms, a StandardScaler's variance); rescale it (e.g. log1p, or other units) or "
+TOO_LARGE = ("is too large: a value's magnitude must be at most 1e50 (the kernels square it and raise "
+              "products of it to a power, a StandardScaler sums its square); rescale it (e.g. log1p, or other units) or "
               "drop the example")
 
 

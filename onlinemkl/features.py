@@ -147,7 +147,7 @@ class FeatureMap:
 
     @staticmethod
     def _items(x: dict) -> list:
-        """``[(name, float)]`` of a dict example, every value checked (real, finite, ``|v| <= 1e150``).
+        """``[(name, float)]`` of a dict example, every value checked (real, finite, ``|v| <= 1e50``).
 
         Plain ``float``/``int`` values take a fast path: this runs on every
         example of a stream, where the generic ``numbers.Real`` check costs more

@@ -457,7 +457,7 @@ class ModelServer:
 
     @staticmethod
     def parse(line: bytes) -> dict:
-        """A validated request: ``x`` a dict of finite numbers of magnitude at most 1e150 (checked here,
+        """A validated request: ``x`` a dict of finite numbers of magnitude at most 1e50 (checked here,
         before a scaler in front of the learner learns from them), ``y`` a JSON scalar, ``proba`` a bool."""
         try:
             req = json.loads(line)

@@ -135,7 +135,7 @@ def gauss_stream(n, seed=0, d=4):
         yield {f"f{j}": float(v[j]) for j in range(d)}, "a" if v[0] + v[1] > 0 else "b"
 
 
-@pytest.mark.parametrize("big", [1e155, -1e200, pytest.param(10**400, id="int_10e400"), 2e150])
+@pytest.mark.parametrize("big", [1e155, -1e200, pytest.param(10**400, id="int_10e400"), 2e50, 1e100])
 def test_an_overflowing_value_is_rejected_by_the_adapter_and_the_stream_goes_on(big):
     from onlinemkl.river import OBSCUREClassifier
 
@@ -145,7 +145,7 @@ def test_an_overflowing_value_is_rejected_by_the_adapter_and_the_stream_goes_on(
     for x, y in gauss_stream(50):
         m.learn_one(x, y)
     before = pickle.loads(pickle.dumps(m))
-    with pytest.raises(ValueError, match=r"feature 'f2' = .* too large.*1e150"):
+    with pytest.raises(ValueError, match=r"feature 'f2' = .* too large.*1e50"):
         m.learn_one({"f0": 0.1, "f2": big, "new": 1.0}, "c")
     assert_same_state(m, before)  # no column, no label, no stored example
     for x, y in gauss_stream(30, seed=1):
@@ -170,7 +170,7 @@ def test_the_bound_is_checked_on_every_input_path():
     with pytest.raises(ValueError, match=r"feature 'b' = 1e\+155 \(row 1\) is too large"):
         PolyMKLRegressor().learn_many(pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 1e155]}), pd.Series([1.0, 2.0]))
     # the bound itself is a value like any other
-    RiverRegressor().learn_one({"a": 1e150, "b": -1e150}, 1e150)
+    RiverRegressor().learn_one({"a": 1e50, "b": -1e50}, 1e50)
 
 
 def test_the_default_pipeline_survives_an_overflowing_value_over_the_server(tmp_path):

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import MAX_ABS_VALUE
+from .._validation import MAX_ABS_VALUE, TOO_LARGE, shown
 import scipy.linalg
 
 from .._lazy import lazy_module
@@ -146,18 +146,19 @@ def _column(j, names):
 
 def check_batch(X, y, names=None):
     """Raise ``ValueError`` naming the column (and row) of the first value that is NaN, infinite or
-    so large (``> MAX_ABS`` in magnitude) that its square would overflow; the same for the targets."""
+    beyond ``MAX_ABS`` in magnitude; the same for the targets."""
     bad = ~np.isfinite(X) | (np.abs(X) > MAX_ABS)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise ValueError(f"{_column(j, names)} holds {X[i, j]!r} in row {i} of the batch: NaN, infinite or beyond "
-                         f"{MAX_ABS:g} in magnitude (its square overflows float64); impute, drop or rescale it "
-                         "before the learner (e.g. StandardScaler)")
+        v = float(X[i, j])
+        why = TOO_LARGE if np.isfinite(v) else "is NaN or infinite; impute or drop it before the learner"
+        raise ValueError(f"{_column(j, names)} = {shown(v)} in row {i} of the batch {why}")
     bad = ~np.isfinite(y) | (np.abs(y) > MAX_ABS)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"target y holds {y[i]!r} in row {i} of the batch: NaN, infinite or beyond {MAX_ABS:g} in "
-                         "magnitude; drop or rescale it before the learner")
+        v = float(y[i])
+        why = TOO_LARGE if np.isfinite(v) else "is NaN or infinite; drop the example"
+        raise ValueError(f"target y = {shown(v)} in row {i} of the batch {why}")
 
 
 class BaseKernels:

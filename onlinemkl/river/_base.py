@@ -58,7 +58,7 @@ def proba_frame(labels, scores, index, binary: bool = False):
 
 
 def check_regression_target(y) -> float:
-    """A river regression target: a finite real number (not a bool) of magnitude at most 1e150."""
+    """A river regression target: a finite real number (not a bool) of magnitude at most 1e50."""
     if type(y) is float and -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
         return y
     return check_target_value(y)

@@ -54,7 +54,7 @@ class Guard(base.MiniBatchTransformer):
     Place it first: ``Guard() | preprocessing.StandardScaler() | OBSCUREClassifier()``.  river's
     pipeline calls each unsupervised step's ``learn_one`` and then its ``transform_one``, in order,
     so the Guard's ``learn_one`` runs before the scaler's: an example with a NaN, an infinite
-    value, a value of magnitude above ``1e150`` (the library's bound,
+    value, a value of magnitude above ``1e50`` (the library's bound,
     :data:`onlinemkl._validation.MAX_ABS_VALUE`) or a value that is not a real number is refused
     with a ``ValueError`` naming the feature, and no step has learnt it, so the stream goes on
     with the pipeline as it was.  Without the Guard, one such value enters the scaler's running
