@@ -9,7 +9,7 @@ from river.datasets import synth
 import onlinemkl.river as omr
 from onlinemkl import NonlinearKRRRegressor, PolyMKLRegressor, load
 from onlinemkl.engines._polyactive import _loo
-from onlinemkl.engines._window import PREDICTION_MARGIN, duplicate_groups, loo_ridge
+from onlinemkl.engines._window import NEAR_COPY, PREDICTION_MARGIN, duplicate_groups, loo_ridge
 
 # Rows per stream: enough for the window to fill and the active set to outgrow it, which is where the
 # defaults diverged (predictions near 1e16 on Friedman around example 800).
@@ -101,6 +101,24 @@ def test_leave_one_out_leaves_equal_rows_out_together():
         assert got == pytest.approx(_leave_group_out_mse(K, y, c, groups), rel=1e-6)
     lam, _, loo = loo_ridge(K, y, grid=shifts / (np.trace(K) / n), groups=groups)
     assert loo == pytest.approx(_leave_group_out_mse(K, y, lam * n, groups), rel=1e-6)
+
+
+def test_near_copies_are_paired_and_distinct_close_rows_are_not_chained():
+    """A row and a slightly moved copy of it (within ``NEAR_COPY`` deviations in every column, each the
+    other's nearest neighbour) share a group; dense one-dimensional data, whose neighbours are all
+    within the tolerance, is paired at most, never chained into large groups."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 4))
+    moved = X[:6] + 0.2 * NEAR_COPY * rng.uniform(-1, 1, size=(6, 4))
+    groups = duplicate_groups(np.vstack([X, moved]))
+    assert groups is not None
+    assert all(groups[i] == groups[40 + i] for i in range(6))
+    assert np.bincount(groups).max() == 2 and len(set(groups[:40].tolist())) == 40
+    assert duplicate_groups(np.vstack([X, X[:6] + 3 * NEAR_COPY])) is None
+    assert duplicate_groups(np.vstack([X, moved]), tol=0.0) is None  # exact copies only
+    line = np.linspace(0, 1, 500)[:, None]  # neighbours 0.007 deviations apart
+    g = duplicate_groups(line)
+    assert g is None or np.bincount(g).max() <= 2
 
 
 def test_repeated_rows_do_not_drive_the_ridge_down():

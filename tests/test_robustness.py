@@ -28,8 +28,8 @@ module's minute: a per-example learner's step grows with the examples it stores.
 give (nearly) one class, or that no learner here beats the majority of in 300 rows (Agrawal's
 functions 7 and 9, RandomTree), are left out: the comparison would say nothing about robustness.
 
-:data:`KNOWN_DIVERGENT` and :data:`KNOWN_WEAK` list the cases that fail today, each for a stated
-reason; they are marked ``xfail(strict=False)`` there and nowhere else.
+:data:`KNOWN_WEAK` lists the cases that fail today, each for a stated reason; they are marked
+``xfail(strict=False)`` there and nowhere else.
 """
 
 from __future__ import annotations
@@ -49,21 +49,6 @@ N_SEEDS = 10
 BATCH = 32  # rows per partial_fit of the scikit-learn faces (the river mini-batch faces' default batch_size)
 
 # -- the cases that fail today, each with its reason: (face, learner, generator, seed) -------------
-
-#: Every row twice in a row behind river's StandardScaler: the scaler learns between the two copies,
-#: so they reach the learner as near-copies (about 1e-2 of a standard deviation apart) rather than
-#: equal rows.  Leave-one-out leaves equal rows out together (``engines._window.duplicate_groups``) but
-#: cannot tell near-copies from close, distinct examples, so each copy vouches for the other and the
-#: chosen ridge is too small: the mini-batch regressors do worse than the running mean.  The same
-#: streams raw, or scaled batch by batch (scikit-learn face: equal copies), pass.
-KNOWN_DIVERGENT: set = {
-    ("river", "PolyMKLRegressor", "FriedmanDrift", 3),  # scaled, duplicated rows: MAE 5.71 vs the running mean's 3.98
-    ("river", "PolyMKLRegressor", "Planes2D", 1),  # scaled, duplicated rows: 4.98 vs 3.63
-    ("river", "NonlinearKRRRegressor", "FriedmanDrift", 3),  # scaled, duplicated rows: 5.26 vs 3.98
-    ("river", "NonlinearKRRRegressor", "Planes2D", 1),  # scaled, duplicated rows: 4.76 vs 3.63
-}
-KNOWN_DIVERGENT_REASON = ("rows repeated behind a StandardScaler arrive as near-copies, which leave-one-out cannot "
-                          "tell from distinct close examples: the ridge chosen is too small")
 
 #: The default kernels are meant for standardised inputs: on raw inputs of large magnitude (Agrawal's
 #: salaries ~1e5, Mv's features up to ~1e3) the learners do no better than the trivial baseline; a
@@ -319,9 +304,7 @@ def _params(task, learners):
             for face in faces:
                 key = (face, name, generator, seed)
                 marks = []
-                if key in KNOWN_DIVERGENT:
-                    marks = [pytest.mark.xfail(reason=KNOWN_DIVERGENT_REASON, strict=False)]
-                elif key in KNOWN_WEAK:
+                if key in KNOWN_WEAK:
                     marks = [pytest.mark.xfail(reason=KNOWN_WEAK[key], strict=False)]
                 case_id = f"{face}-{name}-{generator}-{seed}-{'scaled' if scaled else 'raw'}-{variant}"
                 out.append(pytest.param(face, name, generator, seed, scaled, variant, marks=marks, id=case_id))

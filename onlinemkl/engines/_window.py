@@ -71,16 +71,45 @@ def check_lam(lam):
     return float(lam)
 
 
-def duplicate_groups(X):
-    """The window's rows grouped by equal value: ``None`` when every row is distinct, else the group
-    index of each row (``np.unique``'s inverse).  Leave-one-out must leave a row out with its copies
-    (:func:`loo_errors`): a copy left in the fit predicts the held-out row perfectly, so plain
-    leave-one-out on a window with repeated rows favours the smallest ridge and the model overfits."""
+#: Rows closer than this many standard deviations in every column (their window's) are near-copies
+#: for leave-one-out (:func:`duplicate_groups`).  A row repeated behind a running scaler (river's
+#: ``StandardScaler`` learns between the two copies) arrives a few hundredths of a deviation from its copy;
+#: two distinct rows of three or more continuous features are almost never this close.
+NEAR_COPY = 0.1
+
+
+def duplicate_groups(X, tol=NEAR_COPY):
+    """The window's rows grouped by (near) equal value: ``None`` when every row stands alone, else the
+    group index of each row.  Leave-one-out must leave a row out with its copies (:func:`loo_errors`):
+    a copy left in the fit predicts the held-out row almost perfectly, so plain leave-one-out on a
+    window with repeated rows favours the smallest ridge and the model overfits.
+
+    Equal rows form one group.  Besides, two rows are paired when each is the other's nearest
+    neighbour and they differ by at most ``tol`` standard deviations of the window in every column
+    (a near-copy: a repeated row seen through a scaler that moved in between).  Pairs only, never
+    chains, so dense low-dimensional data is not merged into a few large groups."""
     n = X.shape[0]
     if n < 2:
         return None
-    _, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
-    return inverse.reshape(n) if counts.max() > 1 else None
+    uniq, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(n)
+    groups = inverse if counts.max() > 1 else None
+    k = uniq.shape[0]
+    if tol > 0 and k >= 3:
+        sd = X.std(axis=0)
+        keep = sd > 0
+        if keep.any():
+            from scipy.spatial import cKDTree
+
+            Z = uniq[:, keep] / sd[keep]
+            dist, nn = cKDTree(Z).query(Z, k=2, p=np.inf)
+            near, nn = dist[:, 1] <= tol, nn[:, 1]
+            mate = np.flatnonzero(near & (nn[nn] == np.arange(k)) & (np.arange(k) < nn))
+            if mate.size:
+                label = np.arange(k)
+                label[nn[mate]] = mate
+                groups = label[inverse]
+    return groups
 
 
 def loo_errors(resid, one_minus_lev, groups=None):
