@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from river import datasets
 
-from onlinemkl.distributed import divergence, merge, merge_states, state_divergence
+from onlinemkl.distributed import divergence, fit_local, merge, merge_states, state_divergence
 from onlinemkl.distributed.merge import _Expansion, _Union
 from onlinemkl.river import (NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRegressor, ProximalMKLClassifier,
                              ProximalMKLRegressor)
@@ -203,6 +203,20 @@ def test_minibatch_merge_averages_weights_and_refits(cls, kw):
     other.learn_one({"other": 1.0}, 1.0)
     with pytest.raises(ValueError, match="other feature names"):
         merge([a, other])
+    fresh = cls(**kw)  # a worker that has seen nothing yet: left out of the merge, predicts 0
+    assert divergence(a, merge([a, fresh])) < 1e-6
+    assert divergence(fresh, cls(**kw)) == 0.0
+    assert divergence(fresh, a) == pytest.approx(np.mean(a._engine.predict_many(a._engine.Xw) ** 2))
+
+
+def test_minibatch_dynamic_averaging_with_a_threshold():
+    """Dynamic averaging with ``delta > 0`` compares and merges workers before every one of them has
+    seen an example (the reference starts empty): it runs, syncs, and the model predicts finitely."""
+    data = list(datasets.TrumpApproval().take(240))
+    for cls in (PolyMKLRegressor, NonlinearKRRRegressor):
+        model, log = fit_local(cls(budget=60, batch_size=20), [data[0::2], data[1::2]], sync=0.5)
+        assert log.syncs >= 1
+        assert all(np.isfinite(model.predict_one(x)) for x, _ in data[:10])
 
 
 def test_many_budgeted_models_merge_in_pairs():

@@ -14,7 +14,9 @@ model of the union.  A merge therefore:
    averaged weights (for a fixed kernel weight this is the exact KRR solution on the window).
 
 The models must have the same feature names (these learners number features in sorted name
-order; a merge of models that saw different features raises, naming them).
+order; a merge of models that saw different features raises, naming them).  A model that has seen
+no example yet (no features, no window, no pending rows) holds nothing to merge: it is left out,
+and it predicts 0 in a divergence, as it does when asked.
 
 The divergence of two models is the mean squared difference of their predictions over the
 union of their windows: each model has its own kernel (its own weights), so the two do not
@@ -26,6 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["merge_minibatch", "minibatch_divergence"]
+
+
+def _empty(state) -> bool:
+    """Whether a model has seen nothing yet (no feature names, no window, no pending rows)."""
+    params, arrays = state
+    pending = arrays.get("pending_X")
+    return (not list(params["features"]) and arrays["Xw"].shape[0] == 0
+            and (pending is None or pending.shape[0] == 0))
 
 
 def _same_features(states):
@@ -63,6 +73,13 @@ def _union_window(arrays, budget):
 
 def merge_minibatch(learner, states, weights):
     """The merged state of mini-batch models (see the module docstring); ``weights`` normalised."""
+    kept = [(s, w) for s, w in zip(states, weights) if not _empty(s)]
+    if len(kept) < len(states):
+        if not kept:
+            return states[0]
+        states = [s for s, _ in kept]
+        weights = np.array([w for _, w in kept], dtype=np.float64)
+        weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(kept), 1.0 / len(kept))
     if len(states) == 1:
         return states[0]
     _same_features(states)
@@ -99,7 +116,15 @@ def merge_minibatch(learner, states, weights):
 
 
 def minibatch_divergence(learner, a, b) -> float:
-    """Mean squared difference of two models' predictions over the union of their windows."""
+    """Mean squared difference of two models' predictions over the union of their windows (a model
+    that has learnt nothing yet predicts 0)."""
+    if _empty(a) and _empty(b):
+        return 0.0
+    if _empty(a) or _empty(b):
+        m = learner.clone()
+        m._set_state(*(b if _empty(a) else a))
+        X = m._engine.Xw
+        return float(np.mean(m._engine.predict_many(X) ** 2)) if X.shape[0] else 0.0
     _same_features([a, b])
     models = []
     for s in (a, b):
