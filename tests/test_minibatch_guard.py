@@ -167,16 +167,33 @@ def test_guard_holds_after_save_and_load(tmp_path):
     assert again._fitted_engine().target_bounds() == model._fitted_engine().target_bounds()
 
 
+def test_the_window_rules_are_checked():
+    """A crafted ``rules`` setting (a model file's) is refused naming the rule, before any allocation."""
+    from onlinemkl.engines._window import check_rules, default_rules
+
+    assert check_rules(default_rules()) == default_rules()
+    for bad, name in ((dict(default_rules(), ridge_grid=[-7.0, 2.0, 10 ** 9]), "ridge_grid"),
+                      (dict(default_rules(), prediction_margin=float("nan")), "prediction_margin"),
+                      (dict(default_rules(), near_copy=-1.0), "near_copy"),
+                      (dict(default_rules(), local_ridge_grid="x"), "local_ridge_grid")):
+        with pytest.raises(ValueError, match=name):
+            check_rules(bad)
+    with pytest.raises(ValueError, match="keys"):
+        check_rules({"prediction_margin": 1.0})
+
+
 def test_the_ridge_search_around_a_tiny_last_choice_stays_above_the_grid_floor():
     """The local grid around the last shift is clipped to the global grid's ends for the current kernel,
     so the ridge cannot ratchet down by 10^1.5 per round into rounding noise."""
     from onlinemkl.engines._polyactive import _choose_shift
     from onlinemkl.engines._window import LAM_GRID
 
+    engine = PolyMKLRegressor()._new_engine()
+
     rng = np.random.default_rng(3)
     G = rng.normal(size=(20, 40))  # more kernels than rows: a tiny ridge interpolates
     w = np.ones(40)
     y = rng.normal(size=20)
     scale = float(np.sum(G * G)) / 20
-    c, loo = _choose_shift(G, w, y, True, 1e-12 * scale)
+    c, loo = _choose_shift(engine, G, w, y, True, 1e-12 * scale)
     assert c >= scale * LAM_GRID[0] * (1 - 1e-12) and np.isfinite(loo)

@@ -3,7 +3,8 @@
 Every learner, on both faces (and in a river pipeline), is saved with its defaults, then every
 default a release could change is patched (the default kernel sets, ``p=None``'s and ``eta=None``'s
 rules, ``eta0='auto'``'s steps and class threshold, ``replay='auto'``'s steps, the replay seed,
-``switch_after='auto'``'s clean run, ``gamma='auto'``'s radius, PolyMKL's ``rho=None``); the loaded
+``switch_after='auto'``'s clean run, ``gamma='auto'``'s radius, PolyMKL's ``rho=None``, the
+mini-batch learners' prediction margin, ridge grids and near-copy tolerance); the loaded
 model must predict bit for bit as the saved one, and go on learning identically.  Files written before the settings were
 recorded (``tests/data/persist_v1/``, written by the code before this record) load as they did.
 """
@@ -17,6 +18,7 @@ import pytest
 from river import preprocessing
 
 import onlinemkl.engines._replay as replay_module
+import onlinemkl.engines._window as engines_window
 import onlinemkl.engines.obscure as engines_obscure
 import onlinemkl.engines.polymkl as engines_polymkl
 import onlinemkl.engines.proximal_setup as engines_proximal
@@ -58,6 +60,8 @@ def patch_every_default(mp):
         mp.setattr(module, "river_seed", lambda seed: 987)
     mp.setattr(engines_proximal, "auto_gamma", lambda loss_at_zero, modulus: 7.0)
     mp.setattr(engines_polymkl, "check_rho", lambda rho, degree: np.full(degree + 1, 0.5))
+    mp.setattr(engines_window, "default_rules", lambda: {"prediction_margin": 0.01, "ridge_grid": [-1.0, 1.0, 3],
+                                                         "local_ridge_grid": [-0.5, 0.5, 3], "near_copy": 0.0})
 
 
 # -- data -------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ kernels, and works in rounds:
    gradient magnitude, normalised): each alternation lowers ``J``, which is jointly convex.
 3. **The ridge and the stopping rule by leave-one-out.**  With ``lam='auto'`` the ridge is
    chosen by exact leave-one-out error from one thin SVD of the features per round, within
-   ``LAM_GRID``'s ends times the kernel's mean eigenvalue (the local grid around the last choice
+   the ridge grid's ends (the engine's ``rules``) times the kernel's mean eigenvalue (the local grid around the last choice
    included: below that end the solve's rounding, amplified by ``1 / lam``, is what the
    leave-one-out error measures); the
    leave-one-out error also decides when to stop: after ``PATIENCE`` rounds without a
@@ -53,7 +53,7 @@ import numpy as np
 import scipy.linalg
 
 from .._lazy import lazy_module
-from ._window import LAM_GRID, direct_solve, duplicate_groups, loo_errors
+from ._window import direct_solve, duplicate_groups, loo_errors
 
 _cp = lazy_module("polymkl")
 
@@ -66,7 +66,6 @@ INNER_ITER = 60
 SCREEN_BUDGET = 3e8
 N_SAMPLES = 64
 IMPROVE = 3e-2  # relative decrease of the leave-one-out error that counts as progress
-LOCAL_GRID = np.logspace(-1.5, 1.5, 13)
 FLOOR = 1e-3  # leave-one-out error, relative to the target's variance, below which the rounds stop
 ACTIVE_SHARE = 0.5  # at most this share of the window's rows as active kernels (at least 1)
 
@@ -96,18 +95,19 @@ def _loo(B, y, shifts, groups=None):
     return np.mean(loo_errors(resid, one_minus_lev, groups) ** 2, axis=0)  # equal rows left out together
 
 
-def _choose_shift(G, w, y, auto, c, groups=None):
-    """``(c, loo)``: with ``auto`` the shift of least leave-one-out error over the grid (relative to the
-    kernel's mean eigenvalue; once a shift ``c > 0`` is known, ``LOCAL_GRID`` around it), else ``c``
-    itself with its error."""
+def _choose_shift(eng, G, w, y, auto, c, groups=None):
+    """``(c, loo)``: with ``auto`` the shift of least leave-one-out error over the engine's ridge grid
+    (relative to the kernel's mean eigenvalue; once a shift ``c > 0`` is known, its local grid around
+    it), else ``c`` itself with its error."""
     B = G * np.sqrt(w)
     if auto:
         scale = float(np.sum(B * B)) / G.shape[0]
         scale = scale if scale > 0 else 1.0
         if c > 0:  # around the last choice, never beyond the grid's ends for this kernel
-            shifts = np.clip(c * LOCAL_GRID, scale * LAM_GRID[0], scale * LAM_GRID[-1])
+            grid = eng.ridge_grid
+            shifts = np.clip(c * eng.local_ridge_grid, scale * grid[0], scale * grid[-1])
         else:
-            shifts = scale * LAM_GRID
+            shifts = scale * eng.ridge_grid
     else:
         shifts = np.array([c])
     loo = _loo(B, y, shifts, groups)
@@ -182,7 +182,7 @@ def solve_active(eng, Fb, yc):
     n = Fb.shape[0]
     first = 1 if eng.base.constant else 0
     auto = eng.lam_auto
-    groups = duplicate_groups(Fb)
+    groups = duplicate_groups(Fb, eng.near_copy)
     keys = [tuple(int(v) for v in row if v >= 0) for row in eng.Z]
     cap = max(1, int(ACTIVE_SHARE * n))
     act = [k for k in range(len(keys)) if eng.theta[k] > 0]
@@ -201,9 +201,9 @@ def solve_active(eng, Fb, yc):
     if active:
         theta /= np.linalg.norm(theta)
         if c <= 0:
-            c, _ = _choose_shift(G, p * theta, yc, True, 0.0, groups)
+            c, _ = _choose_shift(eng, G, p * theta, yc, True, 0.0, groups)
         theta, alpha = _inner(G, p, theta, yc, c)
-        c, loo = _choose_shift(G, p * theta, yc, auto, c, groups)
+        c, loo = _choose_shift(eng, G, p * theta, yc, auto, c, groups)
         theta, alpha = _inner(G, p, theta, yc, c)
     else:
         alpha, loo = yc.copy(), float(np.mean(yc * yc)) * (n / max(n - 1, 1)) ** 2
@@ -224,9 +224,9 @@ def solve_active(eng, Fb, yc):
         p = np.concatenate([p, [eng.multiplicity_prior(k) for k in new]])
         G = np.column_stack([G] + [_feature(k, Fb) for k in new])
         if c <= 0:
-            c, _ = _choose_shift(G, p * theta, yc, True, c, groups)
+            c, _ = _choose_shift(eng, G, p * theta, yc, True, c, groups)
         theta, alpha = _inner(G, p, theta, yc, c)
-        c_new, loo = _choose_shift(G, p * theta, yc, auto, c, groups)
+        c_new, loo = _choose_shift(eng, G, p * theta, yc, auto, c, groups)
         if c_new != c:
             c = c_new
             theta, alpha = _inner(G, p, theta, yc, c)

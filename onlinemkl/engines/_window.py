@@ -4,6 +4,7 @@ kernels over a support window, the window itself, and the KRR solves."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import warnings
 
@@ -20,7 +21,8 @@ from ..kernels import check_kernels
 _cp = lazy_module("polymkl")
 
 __all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge", "duplicate_groups", "loo_errors",
-           "check_lam", "LAM_GRID", "blas_limit", "PREDICTION_MARGIN"]
+           "check_lam", "LAM_GRID", "blas_limit", "PREDICTION_MARGIN", "default_rules",
+           "check_rules"]
 
 #: Windows of fewer rows run their BLAS calls on one thread: an ``n x n`` product or
 #: factorisation of a few hundred rows is over before extra threads pay for themselves, and
@@ -54,8 +56,50 @@ def blas_limit(n_rows):
 #: none for a fit that extrapolates a high-degree polynomial far beyond them.
 PREDICTION_MARGIN = 1.0
 
-#: The ridge shifts ``n lam`` that ``lam='auto'`` tries, relative to the kernel's mean eigenvalue.
-LAM_GRID = np.logspace(-7.0, 2.0, 37)
+#: The ridge shifts ``n lam`` that ``lam='auto'`` tries, relative to the kernel's mean eigenvalue:
+#: ``numpy.logspace(*RIDGE_GRID)``.
+RIDGE_GRID = (-7.0, 2.0, 37)
+LAM_GRID = np.logspace(*RIDGE_GRID)
+
+#: Once a ridge is known, PolyMKL's active-set solver tries ``numpy.logspace(*LOCAL_RIDGE_GRID)``
+#: times it (kept within :data:`RIDGE_GRID`'s ends).
+LOCAL_RIDGE_GRID = (-1.5, 1.5, 13)
+
+
+def default_rules() -> dict:
+    """The rules a window engine takes from this release unless a model file gives its own: the
+    prediction margin, the ridge grids and the near-copy tolerance.  An engine records them as its
+    ``rules`` setting, so a saved model predicts and goes on learning by the rules it was built with
+    whatever a later release's defaults."""
+    return {"prediction_margin": PREDICTION_MARGIN, "ridge_grid": list(RIDGE_GRID),
+            "local_ridge_grid": list(LOCAL_RIDGE_GRID), "near_copy": NEAR_COPY}
+
+
+def check_rules(rules) -> dict:
+    """``rules`` (:func:`default_rules`'s keys) checked: ``ValueError`` naming the rule otherwise.  The
+    grids are ``(low exponent, high exponent, count)`` with at most 1000 points, so that a crafted
+    file cannot make an engine allocate without bound."""
+    want = default_rules()
+    if not isinstance(rules, dict) or set(rules) != set(want):
+        raise ValueError(f"rules must be a dict with the keys {sorted(want)}; got {str(rules)[:120]}")
+    out = {}
+    for name in ("prediction_margin", "near_copy"):
+        v = rules[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < math.inf):
+            raise ValueError(f"rules[{name!r}]={v!r}: expected a finite number >= 0")
+        out[name] = float(v)
+    for name in ("ridge_grid", "local_ridge_grid"):
+        g = rules[name]
+        ok = isinstance(g, (list, tuple)) and len(g) == 3
+        if ok:
+            lo, hi, k = g
+            ok = (all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (lo, hi))
+                  and isinstance(k, int) and not isinstance(k, bool) and -300 <= lo <= hi <= 300 and 1 <= k <= 1000)
+        if not ok:
+            raise ValueError(f"rules[{name!r}]={str(g)[:80]}: expected [low exponent, high exponent, count] with "
+                             "-300 <= low <= high <= 300 and 1 <= count <= 1000")
+        out[name] = [float(g[0]), float(g[1]), int(g[2])]
+    return out
 
 
 def check_lam(lam):
@@ -371,7 +415,7 @@ class WindowEngine(EngineBase):
         """Predictions of many (validated) rows in the target's units; 0 before the first batch.
 
         Every prediction is kept within :meth:`target_bounds`, the window's target range widened by
-        ``PREDICTION_MARGIN`` times its width on each side: a fit that would extrapolate far beyond
+        the ``prediction_margin`` rule times its width on each side: a fit that would extrapolate far beyond
         the targets it was fitted on (a kernel that interpolates its window, a tiny ridge) predicts
         at the edge of what the window supports instead (a NaN, which no finite state produces,
         reads the window's mean)."""
@@ -383,16 +427,22 @@ class WindowEngine(EngineBase):
         return np.clip(np.nan_to_num(out, nan=float(self.yw.mean()), posinf=hi, neginf=lo), lo, hi)
 
     def target_bounds(self):
-        """``(lo, hi)``: the window's target range ``[min, max]`` widened by ``PREDICTION_MARGIN`` times
-        its width on each side (a function of the window, which the state holds)."""
+        """``(lo, hi)``: the window's target range ``[min, max]`` widened by the ``prediction_margin`` rule
+        (:data:`PREDICTION_MARGIN`) times its width on each side (a function of the window, which the state
+        holds, and of the recorded rule)."""
         y_min, y_max = float(self.yw.min()), float(self.yw.max())
         width = y_max - y_min
-        return y_min - PREDICTION_MARGIN * width, y_max + PREDICTION_MARGIN * width
+        return y_min - self.margin * width, y_max + self.margin * width
 
     def _predict(self, X):  # pragma: no cover - every subclass overrides
         raise NotImplementedError
 
-    def _init_window(self, kernels, constant, budget, standardize=False, lam=0.1):
+    def _init_window(self, kernels, constant, budget, standardize=False, lam=0.1, rules=None):
+        self.rules = self._resolved("rules", default_rules() if rules is None else check_rules(rules))
+        self.margin = self.rules["prediction_margin"]
+        self.near_copy = self.rules["near_copy"]
+        self.ridge_grid = np.logspace(*self.rules["ridge_grid"])
+        self.local_ridge_grid = np.logspace(*self.rules["local_ridge_grid"])
         self.base = BaseKernels(kernels, constant)
         self.budget = budget
         self.standardize = bool(standardize)

@@ -67,9 +67,9 @@ class CortesEngine(WindowEngine):
     _LEARNER = "Cortes"
 
     def __init__(self, kernels, constant, degree, lam, mu0, Lambda, norm, eta, line_search, epsilon, max_iter,
-                 budget, standardize=False, tol=0.0):
+                 budget, standardize=False, tol=0.0, rules=None):
         self._remember_init(locals())
-        self._init_window(kernels, constant, budget, standardize, lam)
+        self._init_window(kernels, constant, budget, standardize, lam, rules)
         self.d = int(degree)
         self.mu0_param = mu0
         self.Lambda = float(Lambda)
@@ -171,13 +171,13 @@ class CortesEngine(WindowEngine):
         n = Zw.shape[0]
         self._check_kernel_range(Zw, self.d)
         Kb, Fb = self.base.arrays(Zw)
-        groups = duplicate_groups(Zw) if self.lam_auto else None
+        groups = duplicate_groups(Zw, self.near_copy) if self.lam_auto else None
         r = self.mu.shape[0]
         mu0 = self.mu0(r)
         mu = project(self.mu, mu0, self.Lambda, self.norm)
         U = self.combined(mu, Kb, Fb, n)
         if self.lam_auto and not self.lam > 0:  # first batch: the ridge for the initial combination
-            self.lam = loo_ridge(U ** self.d, yc, groups=groups)[0]
+            self.lam = loo_ridge(U ** self.d, yc, self.ridge_grid, groups)[0]
         alpha, F = self.solve(U, yc)
         self.history = [F]
         g = self.gradient(U, alpha, Kb, Fb)
@@ -211,7 +211,7 @@ class CortesEngine(WindowEngine):
             g = self.gradient(U, alpha, Kb, Fb)
         self.n_iter_ = it
         if self.lam_auto:  # the ridge by leave-one-out for the learnt combination (used by the next batch too)
-            self.lam, alpha, _ = loo_ridge(U ** self.d, yc, groups=groups)
+            self.lam, alpha, _ = loo_ridge(U ** self.d, yc, self.ridge_grid, groups)
         self.mu, self.alpha = mu, alpha
 
     def _predict(self, X):

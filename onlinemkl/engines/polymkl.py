@@ -138,9 +138,9 @@ class PolyMKLEngine(WindowEngine):
     _LEARNER = "PolyMKL"
 
     def __init__(self, kernels, constant, degree, rho, lam, n_iter, eta, solver, iterate, budget, tol, seed,
-                 standardize=False):
+                 standardize=False, rules=None):
         self._remember_init(locals())
-        self._init_window(kernels, constant, budget, standardize, lam)
+        self._init_window(kernels, constant, budget, standardize, lam, rules)
         self.D = int(degree)
         self.wdeg = np.asarray(rho, dtype=np.float64) ** -2.0
         self.n_iter = int(n_iter)
@@ -225,13 +225,13 @@ class PolyMKLEngine(WindowEngine):
         Kb, Fb = self.base.arrays(Zw)
         mode = self.base.mode
         S = _cp.base_sum(Kb, Fb, mode, n)
-        groups = duplicate_groups(Zw) if self.lam_auto else None
+        groups = duplicate_groups(Zw, self.near_copy) if self.lam_auto else None
         self.history, self.history_t = [], []
         t0 = time.perf_counter()
         if self.solver == "uniform":
             K = S ** D
             if self.lam_auto:
-                self.lam, self.alpha, _ = loo_ridge(K, yc, groups=groups)
+                self.lam, self.alpha, _ = loo_ridge(K, yc, self.ridge_grid, groups)
             else:
                 self.alpha = alpha
                 self.cg_iters += dual_solve(K, n * self.lam, yc, self.alpha, self.tol)
@@ -245,7 +245,7 @@ class PolyMKLEngine(WindowEngine):
         P = _cp.hadamard_powers(S, D)
         if self.lam_auto and not self.lam > 0:
             # first batch: the ridge that suits the uniform kernel on the unit l2 ball of theta
-            self.lam = loo_ridge(P[D] / math.sqrt(math.comb(r + D, D)), yc, groups=groups)[0]
+            self.lam = loo_ridge(P[D] / math.sqrt(math.comb(r + D, D)), yc, self.ridge_grid, groups)[0]
         shift = n * self.lam
         prior = self.prior()
         Ktheta = _cp.combined_kernel(self.Z, self.theta * prior, Kb, Fb, mode, n)
@@ -294,7 +294,7 @@ class PolyMKLEngine(WindowEngine):
         self.theta_pred = theta_sum / len(self.history) if averaged else self.theta.copy()
         if self.lam_auto:  # the ridge by leave-one-out for the predictor's kernel (the chain keeps its own)
             K = _cp.combined_kernel(self.Z, self.theta_pred * self.prior(), Kb, Fb, mode, n)
-            self.lam, self.alpha_pred, _ = loo_ridge(K, yc, groups=groups)
+            self.lam, self.alpha_pred, _ = loo_ridge(K, yc, self.ridge_grid, groups)
         elif averaged:
             K = _cp.combined_kernel(self.Z, self.theta_pred * self.prior(), Kb, Fb, mode, n)
             self.alpha_pred = alpha.copy()
