@@ -1,6 +1,6 @@
 """Compilation of ``onlinemkl._core``'s entry points on first use, in a background thread.
 
-A new process with an empty compile cache needs 10-30 s of Numba compilation before a
+A new process with an empty compile cache needs tens of seconds of Numba compilation before a
 learner's first compiled step.  The first call of an entry point of :mod:`onlinemkl._core`
 with a new signature starts that compilation in a background thread and waits for it; the
 compiled function then replaces the stand-in, so every later call goes straight to Numba.  A

@@ -82,7 +82,7 @@ class FeatureMap:
         (``ValueError`` listing them) before the map changes.
     hashing : int or None
         Hash every name into this many fixed columns (:func:`hashed_column`; colliding
-        names add up): memory no longer depends on the names seen.  Names are not stored.
+        names add up): memory does not depend on the names seen.  Names are not stored.
 
     Examples
     --------

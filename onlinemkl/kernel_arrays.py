@@ -324,8 +324,8 @@ class WeightedKernelSum:
     @staticmethod
     def rows_per_block(ns: int, n_kernels: int, target_bytes: int = 1 << 25) -> int:
         """Query rows per block so that the block's work arrays (``(1 + F) x rows x ns`` floats) stay
-        near ``target_bytes``: blocks large enough for BLAS to run its products at full speed
-        (``benchmarks/results/predict_parallel.md``), small enough to stay in memory."""
+        near ``target_bytes``: blocks large enough for BLAS to run its products at full speed,
+        small enough to stay in memory."""
         return int(max(8, min(4096, target_bytes // max(1, 8 * ns * (1 + n_kernels)))))
 
     def __call__(self, Xq):

@@ -281,7 +281,7 @@ def default_stream_regression_kernels() -> tuple[Kernel, ...]:
     ``x_1 x_j``) only slowly in one pass; dividing by ``1 + x.x`` also bends it away from a
     quadratic where ``x.x`` varies.  ``scale = 2 / d`` gives it ``K(x, x) ~ 9`` at any width
     (``scale = 1``: ``~d ** 2``, which takes over the linear kernel's steps on wide, mostly
-    linear streams).  Evidence: ``benchmarks/results/defaults_regression.md``.
+    linear streams).
 
     >>> default_stream_regression_kernels()[-1].resolved_params(10)
     (2.0, 1.0, 0.2)

@@ -27,14 +27,14 @@ __all__ = ["OBSCUREClassifier"]
 #: bytes (float64, or else float32 computed in row blocks, as LIBSVM's cache keeps single
 #: precision), else computes them in blocks of at most half of it per chunk of an epoch (LIBSVM's
 #: kernel cache is 200 MB by default).  Half: a block is computed afresh for every chunk, and
-#: smaller blocks were as fast (first touch of fresh pages costs as much as it saves).
+#: smaller blocks are as fast (first touch of fresh pages costs as much as it saves).
 KERNEL_CACHE_BYTES = 512 << 20
 
 #: ``stage2_epochs='auto'``: this many stage-2 epochs in ``fit`` with up to
 #: :data:`FEW_CLASSES` classes, :data:`STAGE2_EPOCHS_MANY` with more.  A multiclass step moves
 #: two of the classes' weight vectors, so with more classes each one gets fewer updates per
-#: epoch (``benchmarks/results/fit_svc.md``: 10 epochs lift every set of 5 to 26 classes,
-#: and cost the 2- and 3-class sets accuracy).
+#: epoch (10 epochs lift the accuracy of data sets with 5 to 26 classes, and cost that of
+#: 2- and 3-class sets).
 STAGE2_EPOCHS_FEW = 5
 STAGE2_EPOCHS_MANY = 10
 FEW_CLASSES = 3

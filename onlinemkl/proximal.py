@@ -110,9 +110,8 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
         logistic for more.
     group_steps : {'equal', 'norms'}, default 'equal'
         How a gradient step is split among the groups, as :class:`ProximalMKLRegressor`'s.
-        The river classifier's one pass defaults to 'norms'
-        (``benchmarks/results/defaults_proximal_norms.md``); ``fit``'s epochs were not
-        measured with it, so 'equal' stays here.""" + _FLAT_BUDGET_DOC + """
+        The river classifier's one pass defaults to 'norms'; ``fit``'s epochs have not been
+        evaluated with it, so the default here is 'equal'.""" + _FLAT_BUDGET_DOC + """
     ``predict_proba`` is the softmax of the class scores (two classes: the logistic function of
     :meth:`decision_function`), columns in the order of ``classes_``: the mapping of the river
     face's ``predict_proba_one``; calibrated for ``loss='logistic'``, only monotone in the scores

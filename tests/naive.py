@@ -1,6 +1,6 @@
 """Plain-numpy references for the kernels and for OBSCURE (``onlinemkl._core.kernels``/``obscure``).
 
-Written from ``ALGORITHMS.md`` section 1 and the kernel definitions, not from the
+Written from the paper (Orabona, Jie & Caputo 2012) and the kernel definitions, not from the
 compiled code:
 
 * kernels are evaluated from explicit differences (``sum((x - z)**2)``, not the

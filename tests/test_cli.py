@@ -93,7 +93,7 @@ def test_learner_specs_list_exactly_the_constructor_parameters():
 
 def test_learner_specs_show_the_constructor_defaults():
     """``--help``'s default of every parameter, parsed as ``--param`` parses it, is the class's
-    own default (the regressor's help said eta0=0.2 after the default had become 0.3)."""
+    own default (so a changed default cannot leave ``--help`` showing another)."""
     for spec in cli.LEARNERS.values():
         sig = inspect.signature(spec.load().__init__)
         for name, (default, _) in spec.params.items():

@@ -1,6 +1,6 @@
-"""The command line never guesses silently (issue 18, point 8), and the package's metadata (point 9).
+"""The command line never guesses silently, and the package's metadata.
 
-Each test fails on the code before the change: the task inferred and printed, feature names
+Covered: the task inferred and printed, feature names
 checked at prediction, the default target printed, errors naming options, ``--version`` and
 ``python -m onlinemkl``, ``--plot`` on a short source, ``--proba``'s class order,
 ``onlinemkl.save`` of a pipeline, and the licence, classifiers and ``py.typed``.

@@ -1,4 +1,4 @@
-"""Merging models and their divergence (onlinemkl.distributed.merge): the invariants of issue 19.
+"""Merging models and their divergence (onlinemkl.distributed.merge): their invariants.
 
 One model merged is the identity; copies merge into the copy; without compression the merged
 model's scores are the weighted mean of the models' scores where the learner's predictor is
@@ -238,8 +238,8 @@ def test_compression_projects_like_the_step(cls, slack, kw):
     """Compression evicts as the learner's step does at its budget: the evicted row's contribution
     is projected onto a partner row (proximal: the stored row with a parallel class vector;
     OBSCURE: the same class pair and sign), and the incremental norms stay exact.  Plain removal
-    collapsed the merge of two models of a 3-class stream: held-out 0.42 against 0.75 for either
-    model (proximal), 0.35 against 0.81 / 0.83 (OBSCURE; 0.44 with its former defaults).  The
+    collapses the merge of two models of a 3-class stream: held-out 0.42 against 0.75 for either
+    model (proximal), 0.35 against 0.81 / 0.83 (OBSCURE).  The
     proximal models with the equal step split: 0.79 merged, 0.837 / 0.773 alone; with the default
     split by the group norms every model is better, 0.823 merged, 0.875 / 0.872 alone."""
     import itertools

@@ -1,4 +1,4 @@
-"""Merging sequence labellers and their divergence (onlinemkl.distributed.sequence), issue 19.
+"""Merging sequence labellers and their divergence (onlinemkl.distributed.sequence).
 
 One model merged is the identity; copies merge into the copy; without compression the merged
 model's per-position emission scores and its transition, start and stop scores are the weighted

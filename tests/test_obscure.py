@@ -400,8 +400,8 @@ def test_digits_accuracy_floor():
 
 def test_fit_many_classes_accuracy_floor():
     """``stage2_epochs='auto'``: 10 stage-2 epochs past three classes.  Ten classes, three generated
-    sets, three seeds each: mean held-out accuracy 0.830 (measured; 0.817 with 5 epochs, the former
-    default, which this floor rejects)."""
+    sets, three seeds each: mean held-out accuracy 0.830 (measured; 0.817 with 5 epochs,
+    which this floor rejects)."""
     from sklearn.datasets import make_classification
     from sklearn.preprocessing import StandardScaler
 

@@ -1,4 +1,4 @@
-"""Hostile model files and killed saves (issue 18, points 4 and 7): every failure is a ModelFileError,
+"""Hostile model files and killed saves: every failure is a ModelFileError,
 memory stays bounded by the file's size, and a killed save's temporary file does not outlive the next
 save or load."""
 
@@ -120,7 +120,7 @@ def test_entry_size_records_larger_than_the_file_are_refused(good, tmp_path):
 
 @pytest.mark.parametrize("krow", [[5, 10 ** 10], [5, 1e400]], ids=["huge", "inf"])
 def test_state_asking_for_absurd_memory_is_refused(good, tmp_path, krow):
-    """A scratch shape in the state of 373 GiB (MemoryError on main) or infinite (OverflowError)."""
+    """A scratch shape in the state of 373 GiB (a MemoryError if allocated) or infinite (OverflowError)."""
     def edit(meta, entries):
         meta["model"]["state"]["engine"]["krow_shape"] = krow
 

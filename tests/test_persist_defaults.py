@@ -6,7 +6,7 @@ rules, ``eta0='auto'``'s steps and class threshold, ``replay='auto'``'s steps, t
 ``switch_after='auto'``'s clean run, ``gamma='auto'``'s radius, PolyMKL's ``rho=None``, the
 mini-batch learners' prediction margin, ridge grids and near-copy tolerance); the loaded
 model must predict bit for bit as the saved one, and go on learning identically.  Files written before the settings were
-recorded (``tests/data/persist_v1/``, written by the code before this record) load as they did.
+recorded (``tests/data/persist_v1/``) load as they did.
 """
 
 import json
@@ -289,10 +289,10 @@ def test_crafted_settings_are_refused_with_the_setting_named(tmp_path, edit, mes
 
 def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_the_default_changed(tmp_path,
                                                                                                   monkeypatch):
-    """The stream regressor's default set once had a normalised quadratic kernel; a file written then,
+    """A file written while the stream regressor's default set had a normalised quadratic kernel,
     before kernels were recorded, holds only the kernels' codes and resolved parameters."""
     with monkeypatch.context() as mp:
-        old_default = staticmethod(kernels_module.default_regression_kernels)  # the set before the change
+        old_default = staticmethod(kernels_module.default_regression_kernels)  # with a normalised quadratic kernel
         mp.setattr(omr.ProximalMKLRegressor, "_default_kernels", old_default)
         model = CASES["river-proximal-reg-pipeline"][0]()
     assert learner(model)._engine.ck.kernels != kernels_module.default_stream_regression_kernels()
@@ -301,7 +301,7 @@ def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_th
     def strip(meta):
         engine = meta["model"]["children"][1][1]["state"]["engine"]
         engine.pop("kernels")
-        engine.pop("settings", None)  # (the code before the settings wrote none)
+        engine.pop("settings", None)  # (files written before settings were recorded have none)
 
     old = rewrite_meta(path, tmp_path / "old.omkl", strip)
     loaded = load(old)

@@ -519,7 +519,7 @@ def test_standardised_inside_predictions_do_not_depend_on_units(cls):
 
 def test_defaults_fit_section_5_2_at_r5():
     """The defaults (lam='auto', standardised inside) with degree=3 on the paper's synthetic data at r = 5:
-    R^2 >= 0.99 on held-out points (lam=0.1, the former default, gave 0.735)."""
+    R^2 >= 0.99 on held-out points (lam=0.1 gives 0.735)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
     from bench_polymkl import synthetic
 
@@ -563,7 +563,7 @@ def test_screening_finds_the_exact_top_gradients(D):
 
 def test_active_solver_recovers_a_sparse_polynomial_among_thousands_of_kernels():
     """r = 30 inputs, degree 3 (5,456 product kernels): the default solver finds the target's monomials
-    and predicts held-out points almost exactly (the stochastic solver's MSE / variance was 0.27 at r = 40)."""
+    and predicts held-out points almost exactly (the stochastic solver's MSE / variance: 0.27 at r = 40)."""
     rng = np.random.default_rng(4)
     X = rng.uniform(-1, 1, size=(700, 30))
     y = X[:, 3] * X[:, 7] * X[:, 12] + X[:, 5] ** 2 + X[:, 20] * X[:, 21] - X[:, 9]

@@ -1,4 +1,4 @@
-"""Online proximal MKL (``onlinemkl.proximal``, ``onlinemkl._core.fobos``): issue 4's bar.
+"""Online proximal MKL (``onlinemkl.proximal``, ``onlinemkl._core.fobos``): what it must meet.
 
 * the compiled step against the plain-numpy reference ``tests/naive_fobos.py`` for a few
   hundred examples per case: every regulariser, every loss (regression too), implicit and
@@ -332,9 +332,8 @@ def test_budgeted_digits_held_out_accuracy(average):
     """scikit-learn's digits (X / 16, 50/50 split, seed 0), default kernels and eviction, budget 200
     (812 evictions, replay included).  Measured held-out accuracy: 0.919 (last iterate) and
     0.913 (averaged), with replay once the buffer is full (0.917 / 0.914 without, ~350
-    evictions), against 0.946 / 0.923 without a budget.  Before eviction projected onto a
-    partner and defaulted to 'least_impact' it was 0.206 / 0.120 (and 0.814 / 0.828 with
-    'least_impact' but plain removal): removing heavy examples shifted whole classes' scores."""
+    evictions), against 0.946 / 0.923 without a budget.  Plain removal (no projection onto a
+    partner) gives 0.814 / 0.828: removing heavy examples shifts whole classes' scores."""
     Xtr, Xte, ytr, yte = _digits_halves()
     clf = C(budget=200, average=average, random_state=0).fit(Xtr, ytr)
     assert clf._engine.istate[_cf.I_EVICTIONS] > 200
@@ -392,8 +391,8 @@ def test_batch_scores_in_small_blocks_match_the_per_example_pass(average):
 
 
 def test_batch_scores_memory_stays_flat():
-    """10^4 stored rows, 500 queries, 4 kernels: the blocks' kernel values stay near 8 MB (the
-    former single block of 2048 query rows allocated F x 500 x n doubles, 160 MB here)."""
+    """10^4 stored rows, 500 queries, 4 kernels: the blocks' kernel values stay near 8 MB (a
+    single block of 2048 query rows would take F x 500 x n doubles, 160 MB here)."""
     import tracemalloc
 
     est = C(kernels=KERNELS)
@@ -774,10 +773,10 @@ def test_sklearn_estimator_checks(estimator, check):
 
 
 def test_regression_steps_are_normalised_so_wide_inputs_do_not_diverge():
-    """300 standardised features: K(x, x) ~ 300 for the default linear kernel, and the step
-    eta0 / sqrt(t) overshot by 30x at first; the iterates diverged (prequential MAE ~7,000
+    """300 standardised features: K(x, x) ~ 300 for the default linear kernel, and an uncapped step
+    eta0 / sqrt(t) overshoots by 30x at first; the iterates diverge (prequential MAE ~7,000
     against ~143 for the mean).  With the step capped at 1 / K(x, x): measured 62.8 (63.2 with
-    group_steps='equal', 63.1 with the former normalised quadratic kernel and eta0=0.2)."""
+    group_steps='equal', 63.1 with a normalised quadratic kernel and eta0=0.2)."""
     from river import preprocessing
     from sklearn.datasets import make_regression
 
@@ -834,7 +833,7 @@ def test_default_regressor_floor_on_planes2d():
     step split by the group norms (``group_steps='norms'``) gives it the larger share of each
     step.  First 3,000 rows, seed 0: measured MAE 0.951, below river's Hoeffding adaptive tree
     (0.960) as the floor asks (1.053 with the equal split, ``group_steps='equal'``; 1.60 with
-    the former normalised quadratic kernel and eta0=0.2; the noise alone is 0.80, the running
+    a normalised quadratic kernel and eta0=0.2; the noise alone is 0.80, the running
     mean 3.65)."""
     import itertools
 
@@ -850,7 +849,7 @@ def test_default_regressor_floor_on_planes2d():
 def test_default_regressor_floor_on_friedman():
     """river's Friedman generator (seed 0, first 3,000 rows; 5 of 10 features matter, one
     through ``sin(pi x_1 x_2)``): measured MAE 1.617 (1.702 with the equal split of the step,
-    ``group_steps='equal'``; 1.959 with the former normalised
+    ``group_steps='equal'``; 1.959 with a normalised
     quadratic kernel and eta0=0.2; the running mean 4.09)."""
     import itertools
 
@@ -865,8 +864,8 @@ def test_default_regressor_floor_on_friedman():
 
 def test_default_regressor_follows_a_drifting_target():
     """Coefficients redrawn at row 1000: measured MAE 0.163 (0.215 with ``group_steps='equal'``,
-    0.757 with the averaged model of
-    the former defaults; 0.862 for the overall mean)."""
+    0.757 with the averaged model,
+    lam=1e-2 and eta0=0.1; 0.862 for the overall mean)."""
     from river import preprocessing
 
     from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
@@ -903,11 +902,10 @@ def test_auto_eta0_is_for_classifiers_only():
 
 
 def test_one_pass_reaches_098_of_the_batch_svc_held_out_on_river_image_segments():
-    """Issue 16, goal 1, for the proximal classifier: one pass of the default pipeline over the
-    benchmark's first 1,617 ImageSegments examples, held out the other 693, >= 0.98x the held-out
-    accuracy of a batch SVC on the mean of the default kernels (0.9509,
-    ``benchmarks/results/defaults.md``).  Measured 0.9423 with ``eta0='auto'`` (2.0 past three
-    classes), 0.9264 with 1.0 (the default before)."""
+    """The proximal classifier: one pass of the default pipeline over the first 1,617
+    ImageSegments examples, held out the other 693, >= 0.98 of the held-out accuracy of a batch
+    SVC on the mean of the default kernels (0.9509).  Measured 0.9423 with ``eta0='auto'``
+    (2.0 past three classes), 0.9264 with 1.0."""
     from river import datasets, preprocessing
 
     data = list(datasets.ImageSegments())

@@ -101,7 +101,7 @@ sys.exit(1 if errors else 0)
 
 def test_a_model_shared_by_threads_neither_crashes_nor_tears():
     """Four threads learning and predicting on one model, a fifth pickling it: every public model
-    comes through with no crash (on main: SIGABRT/SIGSEGV) and no exception in any thread."""
+    comes through with no crash (without the model's lock: SIGABRT/SIGSEGV) and no exception in any thread."""
     out = run_script(THREADS)
     assert out.returncode == 0, (out.returncode, out.stdout[-2000:], out.stderr[-2000:])
 
@@ -174,7 +174,8 @@ def test_the_bound_is_checked_on_every_input_path():
 
 
 def test_the_default_pipeline_survives_an_overflowing_value_over_the_server(tmp_path):
-    """On main the scaler's running variance became inf, then NaN, and every later request failed."""
+    """Checked before the pipeline: a scaler that learnt the value would hold an inf, then NaN, running
+    variance, and every later request would fail."""
     from river import preprocessing
 
     from onlinemkl.river import OBSCUREClassifier
@@ -301,8 +302,8 @@ print(peak0, rss_mib(), rejected, m._engine.n_features)
 
 @pytest.mark.parametrize("kind", ["cap", "hashing"])
 def test_memory_is_flat_over_1e5_rows_of_random_feature_names(kind):
-    """On main every row's new name widened every stored example: memory and time per row grew
-    without bound (this loop did not finish in 120 s)."""
+    """If every row's new name widened every stored example, memory and time per row would grow
+    without bound."""
     out = run_script(ENDLESS.replace("sys.argv[1]", repr(kind)))
     assert out.returncode == 0, (out.returncode, out.stdout[-1000:], out.stderr[-2000:])
     peak_20k, peak_100k, rejected, n_features = out.stdout.split()
@@ -359,7 +360,7 @@ def test_the_server_enforces_the_cap_before_the_scaler_and_predictions_leave_no_
 
     try:
         learner = OBSCUREClassifier(budget=40, max_features=30)
-    except TypeError:  # main: no cap
+    except TypeError:  # a learner without max_features
         learner = OBSCUREClassifier(budget=40)
     srv = ModelServer(preprocessing.StandardScaler() | learner, port=0, log=None)
     srv.feature_check = None  # as --allow-feature-mismatch: predictions on names the model has never seen
@@ -396,8 +397,8 @@ def test_the_sequence_labeller_caps_its_dict_features_all_positions_at_once():
 
 
 def test_a_server_learn_does_not_copy_the_whole_scaler(monkeypatch):
-    """Undoing a rejected example restores only its names' scaler entries: on main every learn
-    request deep-copied the scaler (144 ms per request with 10^5 names, under the server's lock)."""
+    """Undoing a rejected example restores only its names' scaler entries: a deep copy
+    of the scaler per learn request would cost time in proportion to the names met, under the server's lock."""
     import copy
 
     from river import preprocessing

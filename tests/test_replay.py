@@ -1,7 +1,7 @@
 """Replay (onlinemkl.engines._replay): the reservoir, the schedule, the state, and what it buys.
 
 Accuracy floors here are the one-pass prequential accuracies measured with the defaults
-(benchmarks/results/defaults.md) less a margin: a change that loses the replay's gain fails.
+less a margin: a change that loses the replay's gain fails.
 """
 
 import copy
@@ -195,10 +195,9 @@ def test_replay_lifts_one_pass_accuracy_on_river_image_segments():
 
 
 def test_one_pass_reaches_098_of_the_batch_svc_held_out_on_river_image_segments():
-    """Issue 16, goal 1: one pass of the default pipeline over the benchmark's first 1,617
-    ImageSegments examples, held out the other 693, >= 0.98x the held-out accuracy of a batch SVC
-    on the mean of the default kernels (0.9509, ``benchmarks/results/defaults.md``).  Measured
-    0.938 with 10 replay steps past three classes, 0.928 with 5 (the rule before)."""
+    """One pass of the default pipeline over the first 1,617 ImageSegments examples, held out
+    the other 693, >= 0.98 of the held-out accuracy of a batch SVC on the mean of the default
+    kernels (0.9509).  Measured 0.938 with 10 replay steps past three classes, 0.928 with 5."""
     data = list(datasets.ImageSegments())
     model = preprocessing.StandardScaler() | OBSCUREClassifier()
     _prequential(model, data[:1617])
@@ -315,8 +314,8 @@ def test_replay_under_a_budget_stored_rows_then_the_reservoir():
 def test_two_classes_replay_the_reservoir_before_the_budget_as_without_one(loss):
     """With two classes a replayed example always has the class pair of the row holding it, so
     replaying the reservoir while the buffer has room stores no repeats: under a budget the
-    stream never reaches, OBSCURE is the unbudgeted model bit for bit (it used to replay stored
-    rows only, and lost 1.7 points of prequential accuracy on Phishing, ``defaults_obud2.md``).
+    stream never reaches, OBSCURE is the unbudgeted model bit for bit (replaying stored rows only
+    loses 1.7 points of prequential accuracy on Phishing).
     With more classes it still replays stored rows there (the test above)."""
     a, b = (preprocessing.StandardScaler() | OBSCUREClassifier(budget=budget, loss=loss) for budget in (None, 400))
     for x, y in _phishing(400):
@@ -331,8 +330,8 @@ def test_two_classes_replay_the_reservoir_before_the_budget_as_without_one(loss)
 
 def test_a_budget_of_500_on_phishing_keeps_the_unbudgeted_accuracy():
     """The prequential accuracy of ``StandardScaler() | OBSCUREClassifier(budget=500)`` over
-    Phishing's first 875 examples (``bench_defaults.py``'s train part): 0.896, as without a budget
-    (0.879 when the budget replayed stored rows only while its buffer had room)."""
+    Phishing's first 875 examples: 0.896, as without a budget (0.879 replaying stored rows only
+    while the buffer has room)."""
     model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=500)
     data = _phishing(875)
     correct = 0
@@ -344,10 +343,10 @@ def test_a_budget_of_500_on_phishing_keeps_the_unbudgeted_accuracy():
 
 def test_the_proximal_classifier_replays_once_its_budget_is_full():
     """Under a budget the proximal classifier keeps its reservoir and replays only once the
-    buffer is full (replay while it had room spent the rows 'least_impact' keeps on repeats):
+    buffer is full (replay while it has room would spend the rows 'least_impact' keeps on repeats):
     one step per example before, up to 1 + ``replay`` after, never more rows than the budget,
     and the incremental norms equal to their recomputation.  The regressor replays while its
-    buffer has room, as before."""
+    buffer has room."""
     from onlinemkl._core import fobos as _cf
     from onlinemkl.river import ProximalMKLRegressor
 
@@ -409,13 +408,11 @@ def test_auto_replay_steps():
 
 
 def test_a_budget_of_500_costs_at_most_a_point_on_river_image_segments():
-    """Issue 16, goal 3: one pass with ``budget=500`` against no budget (the default learner
-    stores ~775 rows here); train on the benchmark's first 1,617 examples, held out the other
-    693; the mean over replay seeds 0, 1, 2.  Held-out: within a point.  Prequential: the one
-    named set where the budget still costs more than a point (1.6 points over seeds 0-4,
-    ``benchmarks/results/budget_seeds.md``; 1.3 when OBSCURE replayed stored rows while two
-    classes were known, ``budget_seeds_before.md``; seed 0 alone read 0.8 then and 0.4 now:
-    a change at the second example moves it by a point), so it is held to two."""
+    """One pass with ``budget=500`` against no budget (the default learner stores ~775 rows
+    here); train on the first 1,617 examples, held out the other 693; the mean over replay seeds
+    0, 1, 2.  Held-out: within a point.  Prequential: the budget costs more than a point here
+    (1.6 points over seeds 0-4; a single seed moves by about a point with a change at the
+    second example), so it is held to two."""
     data = list(datasets.ImageSegments())
     train, test = data[:1617], data[1617:]
     acc = _budget_against_none(train, test, seeds=(0, 1, 2))
@@ -424,12 +421,11 @@ def test_a_budget_of_500_costs_at_most_a_point_on_river_image_segments():
 
 
 def test_obscure_replays_its_reservoir_once_a_budget_of_500_is_full():
-    """Issue 16, goal 3: ``bench_defaults``' "clf 20f/5inf/3c flip.05" (scikit-learn's
-    ``make_classification``, 3 classes, 5% flipped labels; first 1,400 examples one pass, next 600
-    held out), ``budget=500`` against none, the mean over replay seeds 0, 1, 2.  Measured
-    prequential / held-out loss in points (``benchmarks/results/budget_seeds.md``): 1.1 / 3.1
-    (seed 0 alone 1.9 / 2.3; 0.4 / 4.0 when the first two classes' replay ran on stored rows,
-    and 1.2 / 6.7 at seed 0 replaying stored rows only, also at a full buffer, ``defaults_obud.md``)."""
+    """scikit-learn's ``make_classification`` (20 features, 5 informative, 3 classes, 5% flipped
+    labels; first 1,400 examples one pass, next 600 held out), ``budget=500`` against none, the
+    mean over replay seeds 0, 1, 2.  Measured prequential / held-out loss in points: 1.1 / 3.1
+    (seed 0 alone 1.9 / 2.3; 1.2 / 6.7 at seed 0 replaying stored rows only, also at a full
+    buffer)."""
     from sklearn.datasets import make_classification
 
     X, y = make_classification(2000, n_features=20, n_informative=5, n_classes=3, flip_y=0.05, random_state=0)
@@ -441,15 +437,12 @@ def test_obscure_replays_its_reservoir_once_a_budget_of_500_is_full():
 
 
 def test_a_budget_of_500_keeps_most_of_the_proximal_replay_gain_on_agrawal():
-    """Issue 16, goal 3, for proximal MKL: river's Agrawal (seed 0), the benchmark's split (first
-    1,400 examples one pass, next 600 held out), ``budget=500`` against none.  Measured
-    (benchmarks/results/defaults.md) prequential / held-out 0.774 / 0.865 without a budget; with
-    one 0.746 / 0.835 with a replayed update competing for its row (projected onto a stored row
-    when it is the least; benchmarks/results/defaults_pb2.md), 0.749 / 0.792 when it always took
-    an evicted row's place, 0.731 / 0.740 with no replay under a budget.  (0.750 / 0.818 in
-    defaults_pbudget.md came with a stale reservoir hint that added replayed updates to another
-    example's row and let the group norms drift by up to 30%.)  The held-out margin 0.04 fails
-    on the rule before (0.073)."""
+    """Proximal MKL on river's Agrawal (seed 0; first 1,400 examples one pass, next 600 held
+    out), ``budget=500`` against none.  Measured prequential / held-out 0.774 / 0.865 without a
+    budget; with one 0.746 / 0.835 with a replayed update competing for its row (projected onto
+    a stored row when it is the least), 0.749 / 0.792 when it always takes an evicted row's
+    place, 0.731 / 0.740 with no replay under a budget.  The held-out margin 0.04 fails on the
+    always-take-a-row rule (0.073)."""
     import itertools
 
     from river.datasets import synth
@@ -518,7 +511,7 @@ def test_proximal_replayed_updates_add_to_the_stored_row(average):
 
 
 def _stream_step_one_call_per_step(engine, x, yi, switch_after):
-    """The replay of ``stream_step`` as it was before replay took one compiled call: each replayed
+    """The replay of ``stream_step`` with one compiled call per replayed step: each replayed
     step through ``engine.learn``, its example drawn by ``sample`` (the reference of the test below)."""
     out = engine.learn(x, yi)
     mem = engine.replay
@@ -598,7 +591,7 @@ def test_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes
 
 
 def _stream_learn_one_call_per_step(engine, x, label):
-    """``ProximalEngine.stream_learn`` as it was before replay took one compiled call (the reference)."""
+    """``ProximalEngine.stream_learn`` with one compiled call per replayed step (the reference)."""
     out = engine.learn(x, label)
     mem = engine.replay
     slot_x = out[3]
@@ -663,7 +656,7 @@ def test_proximal_replay_in_one_compiled_call_takes_the_same_steps(kind, params)
 
 
 def _replay_stored_rows_one_call_per_step(engine):
-    """The budgeted replay of ``stream_step`` as it was before it took one compiled call: each
+    """The budgeted replay of ``stream_step`` with one compiled call per replayed step: each
     stored row drawn, then one ``engine.learn`` with its binding hint (the reference of the test
     below)."""
     b = engine.buf
@@ -739,9 +732,9 @@ def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, 
 def test_a_reservoir_hint_names_a_row_holding_its_example(learner):
     """Every reservoir entry whose ``[slot, stamp]`` hint is still current (the row has that time
     stamp) names a row that stores that very example, through evictions made by replayed steps
-    at a full buffer: a stale hint would add a replayed update to another example's row.  (The
-    proximal classifier recorded the slot after replay, so a row a replayed step had just taken
-    was credited to the example whose own row it evicted.)"""
+    at a full buffer: a stale hint would add a replayed update to another example's row.  (A slot
+    recorded after replay would credit a row a replayed step has just taken to the example whose
+    own row it evicted.)"""
     import onlinemkl.river
 
     rng = np.random.default_rng(5)

@@ -21,7 +21,7 @@ each case on one face: the river face at the first half of the seeds, the scikit
 the second.
 
 Streams are :data:`N_ROWS` = 300 rows (about nine mini-batches of 32).  Shorter streams make the
-comparison a coin toss: on 192 rows PolyMKL lost to the running mean on FriedmanDrift at seeds
+comparison a coin toss: on 192 rows PolyMKL loses to the running mean on FriedmanDrift at seeds
 that it wins on 300, and the hard classification generators (LED, Waveform, RandomRBF) need about
 a hundred examples before any learner beats the majority class.  Longer streams cost more than the
 module's minute: a per-example learner's step grows with the examples it stores.  Generators that

@@ -1,4 +1,4 @@
-"""The server under hostile or careless clients (issue 18, point 5): a client trickling bytes loses its
+"""The server under hostile or careless clients: a client trickling bytes loses its
 slot at the line or token deadline, replies leave at once (TCP_NODELAY), and a stop answers every
 request already received. Loopback sockets, bounded loops, timeouts on every read."""
 

@@ -1,4 +1,4 @@
-"""Readers under hostile input (issue 18, point 7): a line without end stops at the limit under
+"""Readers under hostile input: a line without end stops at the limit under
 on_error="raise", and an unterminated CSV quote is reported where it opened without swallowing the
 lines after it."""
 

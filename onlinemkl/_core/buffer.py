@@ -113,8 +113,7 @@ def choose_evictee(policy, n, tstamp, coef, yneg, sdiag, params, weight_sq):
             val += weight_sq[j] * cij * cij * mult * effective_diag(sdiag[j, i], params[j, 3])
         # ties (within rounding) go to the newer row: in stage 1 every row has the same
         # |coefficient|, and at equal impact the newest is the row the model has leaned on least
-        # (its contribution is projected onto a partner first); measured against the oldest in
-        # benchmarks/results/defaults_budget.md
+        # (its contribution is projected onto a partner first)
         if val < best_val * (1.0 - TIE) or (val <= best_val * (1.0 + TIE) and tstamp[i] > tstamp[best]):
             if val < best_val:
                 best_val = val

@@ -15,12 +15,12 @@ regulariser the model is a kernel machine on the combined kernel ``sum_k mu_k K_
 gradient step on the function in that kernel's norm moves group ``k`` by ``eta mu_k``
 (``power = 1``).  In one pass this turns the step towards the kernels the stream needs:
 on a target made of pairwise products the quadratic kernel, whose product directions get a
-small part of ``K(x, x)`` and were learnt slowly under the equal split, takes the larger
+small part of ``K(x, x)`` and are learnt slowly under the equal split, takes the larger
 share; on a linear target, the linear kernel.  ``power = 1.5`` sharpens the weights beyond
 the variational ones and ``floor = 0.1`` keeps every group learning (a group whose norm is
-zero still gets a tenth of an equal share); both were chosen on the 13 regression streams of
-``benchmarks/bench_defaults_regression.py`` (a flat optimum: 1.25 to 1.75 and 0.05 to 0.2
-gave the same wins).  Before any group has a norm, the split is equal.
+zero still gets a tenth of an equal share); both were chosen on 13 regression streams, where
+the optimum is flat (1.25 to 1.75 and 0.05 to 0.2 give the same results).  Before any group
+has a norm, the split is equal.
 
 Regression steps are then capped at ``1 / sum_k m_k K_k(x, x)`` (:func:`normalised_step`).
 """
@@ -89,8 +89,8 @@ def normalised_step(eta, kdiag, m):
 
     A squared-loss step moves the prediction at ``x`` by ``eta sum_k m_k K_k(x, x)`` times the
     residual, so past ``2`` it overshoots and the iterates diverge.  An unnormalised linear
-    kernel has ``K(x, x) ~ d`` on standardised inputs: the default regressor diverged from about
-    100 features.  Capping the step (normalised LMS) never lets one squared-loss step move the
+    kernel has ``K(x, x) ~ d`` on standardised inputs: uncapped, the default regressor diverges from
+    about 100 features.  Capping the step (normalised LMS) never lets one squared-loss step move the
     prediction past the target (an epsilon-insensitive step moves it by at most one
     standardised unit); for a few features it binds only in the first steps.
     """

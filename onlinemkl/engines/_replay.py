@@ -8,7 +8,7 @@ keeps a uniform sample of the stream (reservoir sampling, at most ``window`` row
 after each example on which it made a margin error, takes ``steps`` more steps on
 examples drawn from that sample.  Streams it already classifies with margin cost
 nothing extra; hard streams get up to ``steps`` extra passes over the support buffer per
-mistake.  Measured over 20 offline data sets (``benchmarks/results/defaults*.md``).
+mistake.
 
 The memory is plain arrays (``rows``, ``labels``, ``counters``), part of the learner's
 state: saved, loaded and pickled with it, so a model continues identically after a
@@ -55,10 +55,10 @@ def check_replay(replay, replay_window, budget=None, buffer_replay=True, evictio
     spent on distinct examples than on the repeats a reservoir's replay would store while it
     has room; before that, OBSCURE's replayed steps adjust stored rows only, with more than two
     classes (with two, a replayed example always adds to its own row: no repeats, so OBSCURE
-    replays its reservoir from the start, ``defaults_obud2.md``).  With
+    replays its reservoir from the start).  With
     ``eviction='oldest'`` 'auto' is 0 for both (a sliding window drops the rows replay has made
     heavy), and for any other learner under a budget (``buffer_replay=False``: the proximal
-    regressor).  Measurements: ``benchmarks/results/defaults_obud.md``, ``defaults_pbudget.md``.
+    regressor).
     """
     from .._validation import check_number
 
@@ -78,11 +78,8 @@ def many_class_steps(replay, steps: int) -> int | None:
     ``'auto'`` (OBSCURE): :data:`MANY_CLASSES_STEPS` wherever it replays at all.  A multiclass step
     moves the weight vectors of two classes only (the true one and the highest-scoring wrong
     one), so with many classes each class gets fewer of the replayed updates; ``fit``'s
-    ``stage2_epochs='auto'`` doubles its epochs past three classes for the same reason.  Measured
-    on the 20 sets of ``bench_defaults.py`` (``benchmarks/results/defaults_replay.md``,
-    ``defaults.md``): the multiclass sets gain with or without a budget, and a budget's replay on
-    stored rows keeps its distance to no budget.  An int ``replay`` is used for any number of
-    classes.
+    ``stage2_epochs='auto'`` doubles its epochs past three classes for the same reason.  An int
+    ``replay`` is used for any number of classes.
     """
     return MANY_CLASSES_STEPS if replay == "auto" and steps > 0 else None
 

@@ -574,11 +574,11 @@ def stream_step(engine: ObscureEngine, x: np.ndarray, yi: int, switch_after):
     adding to its own row only (LaSVM's "reprocess": the reservoir's replay would store examples
     again for other rival classes, and 'least_impact' keeps the rows stored before the buffer
     fills, so those repeats would stay); with two classes a replayed example always adds to its
-    row, so until the buffer is full replay is the unbudgeted one (``defaults_obud2.md``).  Once
+    row, so until the buffer is full replay is the unbudgeted one.  Once
     it is full the steps are drawn from the reservoir, and a replayed update not added to its
     example's row takes the row eviction frees, its contribution first projected onto a kept row
     (:func:`~onlinemkl._core.obscure.make_room`): replay then adjusts the kept rows'
-    coefficients (the proximal classifier's rule; ``defaults_obud.md``).  ``switch_after``: an
+    coefficients (the proximal classifier's rule).  ``switch_after``: an
     int N switches to stage 2 after N examples (of the stream; replayed steps do not count);
     'auto' switches once stage-1 updates stop, i.e. after the engine's ``clean_run``
     (:data:`AUTO_SWITCH_CLEAN_RUN`) consecutive steps without a margin error (the streaming form

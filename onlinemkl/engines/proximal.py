@@ -300,14 +300,13 @@ class ProximalEngine(GroupNormEngine):
 
         A classifier under a budget replays only once its buffer is full.  With 'least_impact'
         eviction and a decreasing step size, the newest rows hold the smallest coefficients, so
-        the rows stored before the buffer fills stay in it; replay while it has room spent them
-        on repeats, and a tight budget then kept few distinct examples.  At a full buffer a
+        the rows stored before the buffer fills stay in it; replay while it has room would spend
+        them on repeats, and a tight budget would keep few distinct examples.  At a full buffer a
         replayed update competes with the stored rows for eviction (:meth:`_eviction`): the
         least of them all goes, projected onto a row with a parallel class vector, so replay
         adjusts the kept rows rather than replacing them.  A regressor replays while its buffer
         has room (its repeats never share a row).  Under ``eviction='oldest'`` replay is off
-        unless asked for (``replay=k``: the same rule).  Measurements:
-        ``benchmarks/results/defaults_pbudget.md``, ``defaults_pb2.md``."""
+        unless asked for (``replay=k``: the same rule)."""
         if self.buf.budget is None:
             return True
         room = self.buf.has_room(self.n_support)

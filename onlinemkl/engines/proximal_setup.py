@@ -40,7 +40,6 @@ def check_eta0(eta0, regression: bool) -> tuple[float, float]:
     classes (the true one and the highest-scoring wrong one), so with many classes each class's
     weights take a smaller share of the steps; a longer step makes up for it, as OBSCURE's replay
     takes more steps past three classes (:func:`~onlinemkl.engines._replay.many_class_steps`).
-    Measurements: ``benchmarks/results/defaults_proximal_eta0.md``.
     """
     if eta0 == "auto":
         if regression:

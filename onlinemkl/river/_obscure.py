@@ -68,8 +68,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         classes have been seen, and 0 with a budget and ``eviction='oldest'``).  With a budget and more than two
         classes, while the buffer has room, on stored examples instead, each step adding to its own stored row or
         to nothing (no row spent on a repeat); once it is full, from the reservoir, an update taking the row
-        eviction frees.  What one pass gains from it and what it costs:
-        ``benchmarks/results/defaults.md``, ``benchmarks/results/defaults_obud.md``.
+        eviction frees.
     replay_window
         Past examples kept for replay (a uniform sample of the stream; fewer when rows are
         very wide, at most 2^20 values in all).
