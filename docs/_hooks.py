@@ -4,8 +4,8 @@
   command line's own parser, so the page cannot drift from the code.
 * ``<!-- benchmark-results -->`` becomes every ``benchmarks/results/*.md`` present at build time,
   one section each (their headings demoted one level), in file-name order with SUMMARY.md first.
-* ``<!-- results: NAME -->`` becomes ``benchmarks/results/NAME.md`` (headings demoted), or a
-  sentence naming the script to run when that file is absent.
+* ``<!-- results: NAME | OTHER -->`` becomes the first of ``benchmarks/results/NAME.md``,
+  ``OTHER.md`` ... that exists (headings demoted), or a sentence saying how to produce it.
 * ``<!-- results-figures: PREFIX -->`` becomes every ``benchmarks/results/PREFIX*.png``, which
   are copied into the site under ``figures/``.
 
@@ -28,7 +28,7 @@ FIGURES = "figures"  # where the result figures land in the site
 
 CLI = re.compile(r"<!--\s*cli-help\s*-->")
 ALL_RESULTS = re.compile(r"<!--\s*benchmark-results\s*-->")
-ONE_RESULT = re.compile(r"<!--\s*results:\s*([\w.-]+)\s*-->")
+ONE_RESULT = re.compile(r"<!--\s*results:\s*([\w.| -]+?)\s*-->")
 FIGS = re.compile(r"<!--\s*results-figures:\s*([\w.-]+)\s*-->")
 HEADING = re.compile(r"^(#{1,5}) ", re.M)
 ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|data|mod|obj|exc|const|term|ref):(?=<code>)")
@@ -66,12 +66,14 @@ def _result_files() -> list[pathlib.Path]:
     return sorted(files, key=lambda p: (p.name != "SUMMARY.md", p.name))
 
 
-def _one_result(name: str) -> str:
-    path = RESULTS / f"{name}.md"
-    if not path.exists():
-        return (f"*`benchmarks/results/{name}.md` is not in this build; run the benchmark script "
-                "that writes it (`python benchmarks/run_all.py` runs them all).*\n")
-    return _demote(path.read_text(encoding="utf-8"), 2)
+def _one_result(names: str) -> str:
+    names = [n.strip() for n in names.split("|") if n.strip()]
+    for name in names:
+        path = RESULTS / f"{name}.md"
+        if path.exists():
+            return f"`benchmarks/results/{path.name}`:\n\n" + _demote(path.read_text(encoding="utf-8"), 2)
+    return (f"*`benchmarks/results/{names[0]}.md` is not in this build; `python benchmarks/run_all.py` "
+            "writes every result.*\n")
 
 
 def _all_results() -> str:
