@@ -2,7 +2,7 @@
 
 The learners are imported on first use (PEP 562): ``from onlinemkl import OBSCUREClassifier``
 loads the OBSCURE estimator and what it needs, not every learner, so a process pays
-only for what it uses at start-up (DESIGN.md, cold start).
+only for what it uses at start-up (docs/first-run.md).
 
 ``onlinemkl.save(model, path)`` writes any model the format holds, a river pipeline such as
 ``StandardScaler() | OBSCUREClassifier()`` included, and ``onlinemkl.load(path)`` reads it back.

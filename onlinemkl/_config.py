@@ -1,4 +1,4 @@
-"""Numba options, in one place (DESIGN.md, Numba convention 1).
+"""Numba options, in one place (docs/architecture.md).
 
 Every compiled function in :mod:`onlinemkl._core` is decorated with one of the
 decorators below; no module passes Numba options of its own.
@@ -19,7 +19,7 @@ decorators below; no module passes Numba options of its own.
   over independent outputs.  Never cached (Numba's cache of parallel functions
   is fragile across processes and thread layers).
 
-Where the on-disk cache lives (DESIGN.md, Numba convention 4): ``NUMBA_CACHE_DIR``
+Where the on-disk cache lives (docs/first-run.md): ``NUMBA_CACHE_DIR``
 if set, else a per-user cache directory (``platformdirs.user_cache_dir("onlinemkl")``,
 e.g. ``~/.cache/onlinemkl`` on Linux) in a subfolder named after the onlinemkl and
 Numba versions, so that an upgrade never meets a cache written by another version; in

@@ -1,6 +1,6 @@
 """Plain-numpy references for the kernels and for OBSCURE (``onlinemkl._core.kernels``/``obscure``).
 
-Written from ``ALGORITHMS.md`` section 1 and the kernel definitions, not from the
+Written from the OBSCURE paper (docs/algorithms.md) and the kernel definitions, not from the
 compiled code:
 
 * kernels are evaluated from explicit differences (``sum((x - z)**2)``, not the

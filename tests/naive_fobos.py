@@ -1,4 +1,4 @@
-"""Plain-numpy reference of online proximal MKL (``onlinemkl._core.fobos``), from ALGORITHMS.md section 2.
+"""Plain-numpy reference of online proximal MKL (``onlinemkl._core.fobos``), from the paper (docs/algorithms.md).
 
 Written from the algorithm, not from the compiled code:
 

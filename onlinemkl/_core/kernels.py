@@ -5,7 +5,7 @@ group*: the dot product ``x . s``, the squared Euclidean distance
 ``||x - s||^2`` and, only for groups that carry a Laplacian kernel, the L1
 distance.  All kernels on a group are then evaluated from those numbers, so the
 buffer is read once per example whatever the number of kernels
-(DESIGN.md, performance model).
+(docs/architecture.md).
 
 Two shapes of the same computation:
 

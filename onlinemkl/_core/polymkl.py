@@ -1,6 +1,6 @@
 """Compiled kernels of the polynomial-kernel MKL solvers (Afkanpour et al. 2013; Cortes et al. 2009).
 
-nopython only (DESIGN.md): arrays, integers and floats in, no Python objects.
+nopython only (docs/architecture.md): arrays, integers and floats in, no Python objects.
 
 Base kernels come in one of two forms, chosen at the boundary by ``mode``:
 

@@ -1,7 +1,7 @@
 """The few hand-vectorised loops of the core, each beside its plain twin.
 
 The rest of ``_core`` is plain Numba.  A loop lives here only where LLVM's own vectoriser
-leaves an end-to-end gain of at least 15% on the table (DESIGN.md, Numba convention 2; the A/B
+leaves an end-to-end gain of at least 15% on the table (docs/architecture.md; the A/B
 is in ``benchmarks/results/ab_simd*.md``).  Each entry has
 
 * an ``@intrinsic`` that takes the *owning* arrays plus byte offsets (Numba keeps every array

@@ -1,6 +1,6 @@
 """The records compiled code takes: NamedTuples of arrays instead of long argument lists.
 
-A compiled function takes a few of these and a few scalars (DESIGN.md, Numba convention 3), so
+A compiled function takes a few of these and a few scalars (docs/architecture.md), so
 a signature says what a step reads and writes: the kernel specification, the stored rows, the
 query, a learner's state.  They cost nothing at run time (Numba passes a tuple's members as it
 would separate arguments) and are built once per model by the Python layer, or inside compiled

@@ -5,7 +5,7 @@ and ``mu`` minimises ``F(mu) = y'(K_mu + n lam I)^-1 y`` over
 ``M_2 = {mu >= 0 : ||mu - mu_0||_2 <= Lambda}`` (``norm='l2'``) or its l1 version
 ``M_1`` (``norm='l1'``), by the projected gradient descent of Algorithm 1.
 
-Readings chosen here (see ``ALGORITHMS.md`` section 4):
+Readings chosen here (see ``docs/algorithms.md``):
 
 * ``lam`` is for the *mean* squared loss, as in :mod:`onlinemkl.polymkl`
   (the paper's ``lambda`` is ``n lam``); targets are centred.

@@ -11,7 +11,7 @@ over an active set of kernels screened by exact gradient (:mod:`._polyactive`),
 ``solver='ucd'`` is the uniform coordinate descent baseline over the same index
 set and ``solver='uniform'`` is the fixed kernel ``(sum_i kappa_i)^D``.
 
-Conventions (the readings this module chose; see also ``ALGORITHMS.md`` section 3):
+Conventions (the readings this module chose; see also ``docs/algorithms.md``):
 
 * **Index set.**  A kernel is a *multiset* ``m`` of base kernels (permutations
   are one kernel), stored canonically as a sorted tuple; only visited
