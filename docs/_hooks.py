@@ -3,7 +3,8 @@
 * ``<!-- cli-help -->`` becomes ``onlinemkl --help`` and every subcommand's help text, from the
   command line's own parser, so the page cannot drift from the code.
 * ``<!-- benchmark-results -->`` becomes every ``benchmarks/results/*.md`` present at build time,
-  one section each (their headings demoted one level), in file-name order with SUMMARY.md first.
+  one section each, headed by the file's name and title (its headings demoted one level), in
+  file-name order with SUMMARY.md first.
 * ``<!-- results: NAME | OTHER -->`` becomes the first of ``benchmarks/results/NAME.md``,
   ``OTHER.md`` ... that exists (headings demoted), or a sentence saying how to produce it.
 * ``<!-- results-figures: PREFIX -->`` becomes every ``benchmarks/results/PREFIX*.png``, which
@@ -81,9 +82,9 @@ def _all_results() -> str:
     for path in _result_files():
         text = _demote(path.read_text(encoding="utf-8"), 1)
         where = f"`benchmarks/results/{path.name}`"
-        if text.startswith("## "):  # the file's title is its section's heading
+        if text.startswith("## "):  # the file's name and title head its section
             title, _, rest = text.partition("\n")
-            parts.append(f"{title}\n\n{where}\n{rest}")
+            parts.append(f"## {path.stem}: {title[3:]}\n\n{where}\n{rest}")
         else:
             parts.append(f"## {path.stem}\n\n{where}\n\n{text}")
     return "\n".join(parts) if parts else "*No results in `benchmarks/results/` in this build.*\n"

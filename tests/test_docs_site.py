@@ -68,7 +68,7 @@ def test_hooks_generate_the_command_line_help_and_include_results(tmp_path, monk
     (tmp_path / "a.md").write_text("no title\n")
     monkeypatch.setattr(hooks, "RESULTS", tmp_path)
     page = hooks._all_results()
-    assert page.index("## Summary") < page.index("## a") < page.index("## B title")
+    assert page.index("## SUMMARY: Summary") < page.index("## a\n") < page.index("## b: B title")
     assert "### part" in page and "# not a heading" in page and "## # not" not in page
     assert "`benchmarks/results/b.md`" in page
     assert hooks._one_result("missing | b").startswith("`benchmarks/results/b.md`")
