@@ -1,4 +1,4 @@
-"""What the reliability guards cost on the hot path (RELIABILITY.md).
+"""What the reliability guards cost on the hot path (docs/reliability.md).
 
 * ``lock``: river ``learn_one`` / ``predict_one`` with the model lock (what users get) against
   the same method unwrapped (``__wrapped__``: no lock), on one model in one run, blocks of

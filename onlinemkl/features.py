@@ -315,6 +315,8 @@ def label_key(y):
       exponent, no leading zero) is that number: a CSV file's ``"1"`` is a JSON line's ``1``;
     * any other value is itself (``"spam"``, ``"01"``, ``"1e3"``, a tuple).
 
+    Examples
+    --------
     >>> [label_key(v) for v in (1, 1.0, True, "1", "+1", "1.00", " 2.5 ", "01", "spam")]
     [1, 1, 1, 1, 1, 1, 2.5, '01', 'spam']
     """

@@ -236,6 +236,8 @@ def default_kernels() -> tuple[Kernel, ...]:
     linear and a quadratic kernel, all on every feature.  Meant for
     standardised inputs (put a ``StandardScaler`` in front).
 
+    Examples
+    --------
     >>> [type(k).__name__ for k in default_kernels()]
     ['RBF', 'RBF', 'RBF', 'Linear', 'Polynomial']
     """
@@ -256,6 +258,8 @@ def default_regression_kernels() -> tuple[Kernel, ...]:
     Gaussians and a normalised quadratic kernel; for standardised inputs.
     The river regressor uses :func:`default_stream_regression_kernels`.
 
+    Examples
+    --------
     >>> [type(k).__name__ for k in default_regression_kernels()]
     ['Linear', 'RBF', 'RBF', 'Polynomial']
     """

@@ -104,6 +104,8 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         Seed of the random example order in ``fit`` and of the replay draws (None: 0 for
         the draws, so that ``partial_fit`` stays reproducible).
 
+    Notes
+    -----
     ``predict_proba`` is the softmax of the class scores (two classes: the logistic function of
     :meth:`decision_function`), columns in the order of ``classes_``: the mapping of the river
     face's ``predict_proba_one``, monotone in the scores but not calibrated probabilities.

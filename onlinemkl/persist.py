@@ -420,8 +420,12 @@ def save(model, path, *, extra: dict | None = None) -> Path:
         A JSON-representable dict stored as ``meta["extra"]`` (e.g. where a
         training stream stopped).
 
-    Raises ``TypeError`` for an object or a value the format cannot hold, and
-    ``OSError`` when the file cannot be written (the old file is then intact).
+    Raises
+    ------
+    TypeError
+        For an object or a value the format cannot hold.
+    OSError
+        When the file cannot be written (the old file is then intact).
     """
     from . import __version__
 

@@ -70,7 +70,7 @@ _COMMON_DOC = """
         has room would spend the rows 'least_impact' keeps on repeats), the regressor
         while it has room.  The reservoir is kept beside the budget.  The regressor's
         default is off: it helped on some regression streams and hurt badly on others
-        (README, "Defaults and their reasons").
+        (docs/defaults.md).
     replay_window : int >= 1, default 1000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     n_epochs : int, default 1

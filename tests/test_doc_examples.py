@@ -1,4 +1,4 @@
-"""Every code example in README.md and docs/*.md runs.
+"""Every code example in README.md and every page under docs/ (recursively) runs.
 
 A page's fenced ```python blocks run in order in one namespace (a block may use what an
 earlier block on the page defined), in a fresh working directory.  A block preceded by the
@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP = re.compile(r"<!--\s*doc-test:\s*skip\b(.*?)-->")
 FENCE = re.compile(r"^```(\w*)\s*$")
 
@@ -132,6 +132,11 @@ def test_shell_commands_parse(page):
                     pytest.fail(f"{name}:{line}: `onlinemkl {' '.join(args)}` does not parse (exit {exc.code})")
                 continue
             assert getattr(parsed, "func", None) is not None, f"{name}:{line}: `onlinemkl {' '.join(args)}`"
+
+
+def test_pages_in_subfolders_of_docs_are_checked():
+    assert any(p.parent != ROOT / "docs" and p.parent.is_relative_to(ROOT / "docs") for p in PAGES), (
+        "no page in a subfolder of docs/ is collected")
 
 
 def test_a_skipped_block_reading_an_undefined_name_is_reported(tmp_path):

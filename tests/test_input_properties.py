@@ -4,7 +4,7 @@ The properties: a valid input is accepted and the model's outputs stay finite; a
 raises ``ValueError`` or ``TypeError`` naming the feature or parameter at fault, and the
 model's state is unchanged (its ``_get_state()`` compared before and after).  What is valid is
 written here independently of the library: a feature value is a real number (``bool`` and
-``numpy.bool_`` included) of magnitude at most 1e150; an array is 2-D, non-empty, numeric,
+``numpy.bool_`` included) of magnitude at most 1e50; an array is 2-D, non-empty, numeric,
 not complex, with the fitted number of columns.
 
 Examples are few and derandomized (``derandomize=True``), so a run in CI is reproducible and

@@ -1,4 +1,4 @@
-"""Abuse: one model shared by threads, extreme values, endless new features, NaN labels (RELIABILITY.md).
+"""Abuse: one model shared by threads, extreme values, endless new features, NaN labels (docs/reliability.md).
 
 A crash runs in a subprocess (the test sees its exit code, not a dead pytest); memory is read
 with ``resource``; every loop is bounded.

@@ -206,7 +206,7 @@ def kernel_scores(q, rows, n, spec, coef, ypos, yneg, g_out):
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
         # kernel_row_block's three steps called from here: a call with its records' 18 arrays
-        # per block would cost 36 atomic reference counts more (ARCHITECTURE.md)
+        # per block would cost 36 atomic reference counts more (docs/architecture.md)
         block_quantities(q, rows, i0, m, spec, work)
         block_values(codes, params, kgroup, -1, work, m, kv)
         normalise_block(params, sdiag, xdiag, i0, m, kv)
