@@ -9,20 +9,35 @@ import os
 import warnings
 
 import numpy as np
-
-from .._validation import MAX_ABS_VALUE, TOO_LARGE, shown
 import scipy.linalg
 
 from .._lazy import lazy_module
+from .._params import Int, Param, Rule
+from .._validation import MAX_ABS_VALUE, TOO_LARGE, shown
 from ..engine import EngineBase, state_rule
+from ..features import MAX_FEATURES
 from ..kernel_arrays import CompiledKernels, block_kernels, resolve_group_columns
 from ..kernels import check_kernels
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["BaseKernels", "WindowEngine", "direct_solve", "fit_width", "MAX_ABS", "check_batch", "loo_ridge", "duplicate_groups", "loo_errors",
-           "check_lam", "LAM_GRID", "blas_limit", "PREDICTION_MARGIN", "default_rules",
-           "check_rules"]
+__all__ = [
+    "LAM_GRID",
+    "MAX_ABS",
+    "PREDICTION_MARGIN",
+    "BaseKernels",
+    "WindowEngine",
+    "blas_limit",
+    "check_batch",
+    "check_lam",
+    "check_rules",
+    "default_rules",
+    "direct_solve",
+    "duplicate_groups",
+    "fit_width",
+    "loo_errors",
+    "loo_ridge",
+]
 
 #: Windows of fewer rows run their BLAS calls on one thread: an ``n x n`` product or
 #: factorisation of a few hundred rows is over before extra threads pay for themselves, and
@@ -100,6 +115,27 @@ def check_rules(rules) -> dict:
                              "-300 <= low <= high <= 300 and 1 <= count <= 1000")
         out[name] = [float(g[0]), float(g[1]), int(g[2])]
     return out
+
+
+def _check_lam_param(name, value):
+    return check_lam(value)
+
+
+#: ``lam`` of the mini-batch learners (a row of their parameter tables).
+LAM_PARAM = Param(
+    "lam", Rule("'auto' or float > 0", _check_lam_param), "auto",
+    "Ridge parameter for the *mean* squared loss (``alpha = (K + n lam I)^-1 y``).  'auto': chosen on\n"
+    "every batch by exact leave-one-out error of the kernel ridge regression over a grid (rows and their\n"
+    "near-copies left out together); the choice is ``lam_``.")
+
+#: The rows every river mini-batch face adds to its learner's table.
+RIVER_MINIBATCH_PARAMS = (
+    Param("batch_size", Int(low=1), 32, "Examples per mini-batch: ``learn_one`` buffers them, and every\n"
+          "``batch_size`` of them are one batch for the solver.", faces=("river",)),
+    Param("max_features", Int(low=1, none=True), MAX_FEATURES,
+          "At most this many features: an example bringing new names past it is rejected, the model\n"
+          "unchanged (None: no cap).", faces=("river",)),
+)
 
 
 def check_lam(lam):

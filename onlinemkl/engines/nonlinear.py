@@ -34,12 +34,19 @@ from __future__ import annotations
 import numpy as np
 
 from .._lazy import lazy_module
-from .._validation import check_choice, check_number
-from ._window import WindowEngine, check_lam, direct_solve, duplicate_groups, loo_ridge
+from .._params import Bool, Choice, Int, Param, Real, Rule, Table
+from ._window import (
+    LAM_PARAM,
+    RIVER_MINIBATCH_PARAMS,
+    WindowEngine,
+    direct_solve,
+    duplicate_groups,
+    loo_ridge,
+)
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["CortesEngine", "project", "make_engine"]
+__all__ = ["CortesEngine", "make_engine", "project"]
 
 
 def project(mu, mu0, Lambda, norm):
@@ -248,29 +255,61 @@ class CortesEngine(WindowEngine):
         self.step, self.n_iter_ = float(params["step"]), int(params["n_iter_"])
 
 
+def _check_kernels(name, value):
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}={value!r}: expected a sequence of onlinemkl.kernels.Kernel or None")
+    return value
+
+
+def _check_mu0(name, value):
+    if np.ndim(value) == 0:
+        return Real(low=0.0).check(name, value)
+    m = np.asarray(value, dtype=np.float64)
+    if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m < 0):
+        raise ValueError(f"{name}={value!r}: give a number >= 0 or a 1-D array of finite numbers >= 0")
+    return value
+
+
+#: The parameters of the non-linear KRR learner, for both faces (:mod:`onlinemkl._params`).
+PARAMS = Table(
+    Param("kernels", Rule("sequence of onlinemkl.kernels.Kernel or None", _check_kernels), None,
+          "Base kernels ``K_k``; None: one linear kernel per input column (plus a constant with\n"
+          "``constant=True``: the lower-degree terms, as in the paper)."),
+    Param("degree", Int(1, 4), 2, "The Hadamard power ``d`` of the combination ``(sum_k mu_k K_k)^d``."),
+    LAM_PARAM,
+    Param("mu0", Rule("float >= 0 or array of floats >= 0", _check_mu0), 0.0,
+          "Centre of the feasible set of ``mu`` (one number, or one per base kernel)."),
+    Param("Lambda", Real(low=0.0, low_open=True), 1.0, "Radius of the feasible set."),
+    Param("norm", Choice(("l2", "l1")), "l2", "The feasible set ``M_2`` or ``M_1``."),
+    Param("eta", Real(low=0.0, low_open=True), 1.0,
+          "Step multiplier (the first step moves ``mu`` by about ``eta * Lambda``)."),
+    Param("line_search", Bool(), True, "Halve a step until the objective decreases, and double it after an accepted step."),
+    Param("epsilon", Real(low=0.0, low_open=True), 1e-4, "Stop when ``||mu' - mu|| < epsilon``."),
+    Param("max_iter", Int(low=0), 20,
+          "Iterations of Algorithm 1 per mini-batch.  A batch ``fit`` solves each window once, so it\n"
+          "affords more.", fit_default=50),
+    Param("budget", Int(low=1, none=True), 200,
+          "Support set: the window of the most recent examples (None: every example).  A batch ``fit``\n"
+          "feeds mini-batches of ``budget`` rows, warm-starting ``mu``, so a wider window sees more of the\n"
+          "data at once.", fit_default=500),
+    Param("constant", Bool(), True, "Add a constant base kernel (with ``kernels=None``)."),
+    Param("standardize", Bool(), True,
+          "The kernels see every input column standardised by the window's mean and standard deviation,\n"
+          "the solver the target likewise (predictions are in the target's units); False: inputs as\n"
+          "given, target only centred."),
+    Param("tol", Real(low=0.0), 1e-4,
+          "Also stop when an accepted step lowers the objective ``F`` by less than ``tol`` times ``F``\n"
+          "(0: only ``epsilon`` and ``max_iter`` stop): near the optimum ``F`` falls by a nearly constant\n"
+          "factor per iteration, so this leaves ``F`` within a small multiple of ``tol`` of the full run's."),
+    *RIVER_MINIBATCH_PARAMS,
+    Param("random_state", Rule("any", lambda name, value: value), None,
+          "Ignored (the learner is deterministic); accepted for the scikit-learn API's symmetry.",
+          faces=("sklearn",)),
+)
+
+
 def make_engine(p):
-    """The engine of face ``p`` (parameters as attributes), every parameter validated."""
-    d = check_number("degree", p.degree, low=1, high=4, integer=True)
-    check_lam(p.lam)
-    if not isinstance(p.standardize, (bool, np.bool_)):
-        raise TypeError(f"standardize={p.standardize!r}: expected True or False")
-    if np.ndim(p.mu0) == 0:
-        check_number("mu0", p.mu0, low=0.0)
-    else:
-        m = np.asarray(p.mu0, dtype=np.float64)
-        if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m < 0):
-            raise ValueError(f"mu0={p.mu0!r}: give a number >= 0 or a 1-D array of finite numbers >= 0")
-    check_number("Lambda", p.Lambda, low=0.0, low_open=True)
-    check_choice("norm", p.norm, ("l2", "l1"))
-    check_number("eta", p.eta, low=0.0, low_open=True)
-    if not isinstance(p.line_search, (bool, np.bool_)):
-        raise TypeError(f"line_search={p.line_search!r}: expected True or False")
-    check_number("epsilon", p.epsilon, low=0.0, low_open=True)
-    check_number("max_iter", p.max_iter, low=0, integer=True)
-    check_number("tol", p.tol, low=0.0)
-    check_number("budget", p.budget, low=1, integer=True, allow_none=True)
-    if not isinstance(p.constant, (bool, np.bool_)):
-        raise TypeError(f"constant={p.constant!r}: expected True or False")
-    return CortesEngine(p.kernels, p.constant, d, p.lam, p.mu0, p.Lambda, p.norm, p.eta, p.line_search,
-                        p.epsilon, p.max_iter, p.budget, bool(p.standardize),
-                        float(p.tol))
+    """The engine of face ``p`` (parameters as attributes), every parameter validated by :data:`PARAMS`."""
+    v = PARAMS.validated(p)
+    return CortesEngine(p.kernels, v["constant"], v["degree"], p.lam, p.mu0, v["Lambda"], v["norm"], v["eta"],
+                        v["line_search"], v["epsilon"], v["max_iter"], v["budget"], v["standardize"], v["tol"])

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from .._validation import store_params
-from ..engines.nonlinear import make_engine
-from ..features import MAX_FEATURES
+from .._params import face
+from ..engines.nonlinear import PARAMS, make_engine
 from ._minibatch import _MiniBatchRiver
 
 
+@face(PARAMS, "river", setup="_start")
 class NonlinearKRRRegressor(_MiniBatchRiver):
     """Non-linear kernel combination KRR (Cortes et al. 2009) as a river mini-batch regressor.
 
-    Parameters mean the same as in :class:`onlinemkl.NonlinearKRRRegressor`;
-    ``batch_size`` examples make one mini-batch.  With ``kernels=None`` the
-    base kernels are one linear kernel per feature plus a constant; a new
-    feature's weight starts at ``mu0``.  Inputs and target are standardised on the support
-    window inside (``standardize``), so no scaler is needed in front.  ``max_features``: at most
-    this many features (an example bringing new names past it is rejected, as in
-    :class:`onlinemkl.river.OBSCUREClassifier`).  Predictions are kept within the window's target
-    range widened by its width on each side, as in the scikit-learn face.
+    ``batch_size`` examples make one mini-batch.  With ``kernels=None`` the base kernels are one
+    linear kernel per feature plus a constant; a new feature's weight starts at ``mu0``.  Inputs
+    and target are standardised on the support window inside (``standardize``), so no scaler is
+    needed in front.  Predictions are kept within the window's target range widened by its width
+    on each side, as in the scikit-learn face.
+
+    {parameters}
 
     Examples
     --------
@@ -30,12 +29,7 @@ class NonlinearKRRRegressor(_MiniBatchRiver):
     True
     """
 
-    def __init__(self, batch_size: int = 32, kernels: tuple | None = None, degree: int = 2, lam: float | str = "auto",
-                 mu0: float = 0.0, Lambda: float = 1.0, norm: str = "l2", eta: float = 1.0,
-                 line_search: bool = True, epsilon: float = 1e-4, max_iter: int = 20, budget: int | None = 200,
-                 constant: bool = True, standardize: bool = True, tol: float = 1e-4,
-                 max_features: int | None = MAX_FEATURES):
-        store_params(self, locals())
+    def _start(self):
         self._setup(make_engine(self))
 
     @classmethod
