@@ -241,8 +241,8 @@ def compile_for_workers(learners, sample, sync=None, progress=None) -> float:
     """
     from tqdm import tqdm
 
-    from .._compile import BAR_DELAY_S, _Ticker
     from .._lazy import blocking
+    from .._progress import BAR_DELAY_S, Ticker
 
     sample = list(sample)[:COMPILE_EXAMPLES]
     if len(sample) < 2:
@@ -252,7 +252,7 @@ def compile_for_workers(learners, sample, sync=None, progress=None) -> float:
                dynamic_ncols=True, leave=False, bar_format="{desc} [{elapsed}]",
                desc=f"onlinemkl: compiling {name} once for the Ray workers (first run only)")
     t0 = time.perf_counter()
-    with bar, _Ticker(bar), blocking():
+    with bar, Ticker(bar), blocking():
         for model in learners:
             model = _small(model)
             try:
