@@ -31,6 +31,7 @@ import os
 import sys
 import time
 
+from ._common import _params, fresh_clone
 from .local import LocalBackend, check_shards
 from .models import check_model, final_learner, model_state, set_model_state, with_params
 from .protocol import DynamicAveraging, SyncLog, Worker, check_sync, prequential, run_protocol
@@ -191,8 +192,6 @@ class RayBackend:
 def _small(model):
     """A fresh copy of ``model`` with its size parameters cut to :data:`SMALL_PARAMS` (the same
     compiled variants: a budget stays a budget), or uncut where the learner refuses that."""
-    from .merge import _params, fresh_clone
-
     learner = final_learner(model)
     params = _params(learner)
     small = {k: min(params[k], v) for k, v in SMALL_PARAMS.items()
