@@ -31,6 +31,10 @@ import os
 import sys
 import time
 
+from .. import _config
+from .._compile import compile_stats
+from .._lazy import blocking
+from .._progress import BAR_DELAY_S, Ticker
 from ._common import _params, fresh_clone
 from .local import LocalBackend, check_shards
 from .models import check_model, final_learner, model_state, set_model_state, with_params
@@ -113,8 +117,6 @@ class Host:
 
     def compile_stats(self):
         """This actor's ``{"compiled": n, "loaded": m}`` (:func:`onlinemkl._compile.compile_stats`)."""
-        from .._compile import compile_stats
-
         return compile_stats()
 
 
@@ -125,8 +127,6 @@ _POOL = {"job": None, "hosts": []}
 def worker_runtime_env(ray) -> dict:
     """The ``runtime_env`` of the workers: this process's compile cache location on a single-node
     cluster (see the module docstring), nothing otherwise."""
-    from .. import _config
-
     if _config.CACHE_DIR is None or sum(bool(n.get("Alive")) for n in ray.nodes()) != 1:
         return {}
     # CACHE_DIR is <NUMBA_CACHE_DIR or the per-user folder>/core-<stamp>; a worker adds the stamp itself
@@ -240,8 +240,6 @@ def compile_for_workers(learners, sample, sync=None, progress=None) -> float:
     """
     from tqdm import tqdm
 
-    from .._lazy import blocking
-    from .._progress import BAR_DELAY_S, Ticker
 
     sample = list(sample)[:COMPILE_EXAMPLES]
     if len(sample) < 2:
