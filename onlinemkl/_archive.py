@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import __version__
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: an open file cannot be deleted there anyway
@@ -224,8 +226,6 @@ def _check_container(zf, file_size: int, fail) -> None:
 
 def read_verified(path: Path):
     """(meta, arrays by entry name) after every container, version, size and checksum check."""
-    from . import __version__
-
     def fail(msg):
         return ModelFileError(f"cannot load model file {str(path)!r}: {msg}")
 

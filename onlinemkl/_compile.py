@@ -24,16 +24,13 @@ so they are not compiled here either.
 from __future__ import annotations
 
 import sys
-import threading
 import time
+
+from ._progress import BAR_DELAY_S, Ticker
 
 #: Examples in each synthetic data set: enough for a learner to store examples, evict from a
 #: budget and (OBSCURE) reach its second stage, few enough to be instant once compiled.
 N_EXAMPLES = 12
-
-#: Seconds before the progress bar appears: only a compilation shows one, not a cache load.
-BAR_DELAY_S = 0.5
-
 
 def _arrays(seed=0):
     """A tiny data set: ``X`` (N_EXAMPLES x 3), three classes, and a regression target."""
@@ -148,33 +145,6 @@ WARMUPS = {
 }
 
 
-class _Ticker:
-    """Refreshes a progress bar twice a second, so its elapsed time moves during a compilation.
-
-    A compilation is one long call that never returns to the bar; a daemon thread redraws
-    it instead (Numba's compiler is mostly Python, so the thread gets its turns).
-    """
-
-    def __init__(self, bar, every=BAR_DELAY_S):
-        self.bar, self.every = bar, every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="onlinemkl-warmup-ticker", daemon=True)
-
-    def _run(self):
-        while not self._stop.wait(self.every):
-            self.bar.refresh()
-
-    def __enter__(self):
-        if not self.bar.disable:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-
-
 def compile_stats() -> dict:
     """What this process's compiled code came from: ``{"compiled": n, "loaded": m}``.
 
@@ -248,7 +218,7 @@ def warmup(learners=None, progress=True, budget=None) -> dict:
     from ._lazy import blocking
 
     # blocking(): compile in this thread, under the warm-up's own progress bar (no line per entry point)
-    with bar, _Ticker(bar), blocking():
+    with bar, Ticker(bar), blocking():
         for name in names:
             bar.set_description(label(name), refresh=False)
             t0 = time.perf_counter()

@@ -41,6 +41,7 @@ import numba
 from numba.core.dispatcher import Dispatcher
 
 from . import _config
+from ._progress import Ticker
 
 __all__ = ["lazy_module", "blocking", "wait", "enabled", "stats", "LOAD_WAIT_S"]
 
@@ -150,8 +151,6 @@ class _Job:
         """Say what is compiling, on a terminal as a progress line with the elapsed time."""
         from tqdm import tqdm
 
-        from ._compile import _Ticker
-
         what = ("finishing the compilation of {} for the next runs (Ctrl-C skips)" if at_exit else
                 "compiling {} (first run only)").format(self.entry.name)
         log.info("%s", what)
@@ -160,7 +159,7 @@ class _Job:
                 return
             self._bar = tqdm(total=1, file=sys.stderr, disable=None, dynamic_ncols=True, leave=False,
                              desc=f"onlinemkl: {what}", bar_format="{desc} [{elapsed}]")
-            self._ticker = _Ticker(self._bar).__enter__()
+            self._ticker = Ticker(self._bar).__enter__()
 
     def _close_bar(self):
         with _lock:

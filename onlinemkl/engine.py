@@ -23,7 +23,7 @@ import numpy as np
 
 from ._core import kernels as _ck
 from ._validation import init_args
-from .kernels import Kernel, check_kernels
+from .kernels import RBF, BSpline, Kernel, Laplacian, Linear, Polynomial, check_kernels
 
 __all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
            "normalised", "recorded_kernels", "kernels_of_state", "state_with_settings", "engine_for_state",
@@ -129,8 +129,6 @@ def kernels_of_state(params, arrays, fresh) -> tuple | None:
 
 def _kernel_from_row(code: int, row: np.ndarray):
     """The kernel on every feature whose compiled parameters are ``row`` (absolute bandwidths)."""
-    from .kernels import BSpline, Laplacian, Linear, Polynomial, RBF
-
     normalize = bool(row[_ck.P_NORMALIZE])
     a, b, c = (float(v) for v in row[:3])
     if code == _ck.LINEAR:

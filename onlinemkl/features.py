@@ -14,7 +14,8 @@ import zlib
 
 import numpy as np
 
-from ._validation import MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_feature_value, first_out_of_range
+from ._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_feature_value, check_number,
+                          first_out_of_range)
 
 __all__ = ["FeatureMap", "LabelMap", "label_key", "name_key", "MAX_FEATURES", "check_feature_cap", "hashed_column"]
 
@@ -29,8 +30,6 @@ MAX_FEATURES = 100_000
 
 def check_feature_cap(max_features, feature_hashing, ordered="arrival"):
     """Validate the ``max_features`` / ``feature_hashing`` constructor parameters of a dict-input learner."""
-    from ._validation import check_number
-
     check_number("max_features", max_features, low=1, integer=True, allow_none=True,
                  hint=" (None: no cap; memory then grows with every new feature name)")
     check_number("feature_hashing", feature_hashing, low=1, integer=True, allow_none=True,

@@ -178,6 +178,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import __version__
 from ._archive import (ARRAY_KINDS, FORMAT_NAME, FORMAT_VERSION, MAX_META_BYTES, META, ModelFileError, add_entry,
                        read_verified, remove_stale_temporaries, write_atomic)
 from ._json_values import decode_value, encode_value
@@ -427,8 +428,6 @@ def save(model, path, *, extra: dict | None = None) -> Path:
     OSError
         When the file cannot be written (the old file is then intact).
     """
-    from . import __version__
-
     path = Path(path)
     # Everything that can fail on the model's values fails here, before any file is touched.
     w = _Writer()

@@ -75,6 +75,7 @@ import sys
 import threading
 import time
 
+from ._feature_check import FeatureCheck
 from ._undo import undo_steps
 from ._validation import MAX_ABS_VALUE, TOO_LARGE
 
@@ -189,9 +190,7 @@ class ModelServer:
         self._check_features = getattr(_final(model), "check_features", None)  # max_features (dict learners)
         cols = getattr(getattr(_final(model), "_features", None), "columns", None)
         self.numbered_features = bool(cols) and all(isinstance(k, int) and not isinstance(k, bool) for k in cols)
-        from ._feature_check import FeatureCheck  # None: predict examples whose feature names differ
-
-        self.feature_check = FeatureCheck(model)
+        self.feature_check = FeatureCheck(model)  # None: predict examples whose feature names differ
         try:
             self._sock = socket.create_server((host, port), family=_family(host), backlog=64)
         except OSError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import __version__
 from .._compile import WARMUPS
 from ._demo import _demo
 from ._distributed import add_tune_command, add_workers_options
@@ -135,7 +136,6 @@ def _add_no_progress(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
     from ..serve import DEFAULTS
 
     parser = argparse.ArgumentParser(

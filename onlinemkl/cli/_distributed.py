@@ -14,7 +14,11 @@ import sys
 import time
 
 from ._errors import CommandError
+from ._evaluate import METRICS, REGRESSION_METRICS, _is_regressor
 from ._learners import parse_value
+from ._loop import open_run
+from ._model import _model_from_args, _train_extra, describe, save_model, show_notes
+from ._warmup import progress_flag
 
 __all__ = ["add_workers_options", "add_tune_command", "train_workers", "parse_grid"]
 
@@ -43,10 +47,6 @@ def _ray_or_error(option):
 def train_workers(args) -> int:
     """``train --workers N`` (N > 1)."""
     from ..distributed import DynamicAveraging, fit_ray
-    from ._loop import open_run
-    from ._model import _model_from_args, describe, save_model, show_notes
-    from ._train import _train_extra
-    from ._warmup import progress_flag
 
     if args.workers < 1:
         raise CommandError(f"--workers {args.workers}: must be at least 1")
@@ -104,9 +104,6 @@ def _tune(args) -> int:
 
     from ..distributed.models import final_learner
     from ..distributed.ray import tune_local, tune_ray
-    from ._evaluate import METRICS, REGRESSION_METRICS, _is_regressor
-    from ._loop import open_run
-    from ._model import _model_from_args, save_model, show_notes
 
     grid = parse_grid(args.grid)
     if args.limit is not None and args.limit < 1:
@@ -130,8 +127,6 @@ def _tune(args) -> int:
     try:
         import ray  # noqa: F401
 
-        from ._warmup import progress_flag
-
         result = tune_ray(model, grid, stream, metric=metric, progress=progress_flag(args))
     except ImportError:
         print("onlinemkl tune: Ray is not installed: running the candidates one after another "
@@ -151,8 +146,6 @@ def _tune(args) -> int:
 
 def add_tune_command(sub, command, add_source, add_model) -> None:
     """The ``tune`` sub-command (``command``, ``add_source``, ``add_model``: the parser's helpers)."""
-    from ._evaluate import METRICS
-
     tune = command(
         sub, "tune", _tune, "a grid of learner parameters, each candidate prequential, in parallel on Ray",
         "Read SOURCE once (up to --limit examples), then run every candidate of the grid (the product of "

@@ -9,10 +9,9 @@ import time
 
 from ._errors import CommandError
 from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, open_run, rejected, start_run
-from ._model import _kernels_of, _model_from_args, _print_weights, describe, final_step, kernel_label, save_model, \
-    show_notes
+from ._model import _kernels_of, _model_from_args, _print_weights, _train_extra, describe, final_step, kernel_label, \
+    save_model, show_notes
 from ._source import _report_skips
-from ._train import _train_extra
 from ._warmup import compile_note
 
 

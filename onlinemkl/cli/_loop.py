@@ -8,8 +8,9 @@ import sys
 from .._undo import snapshot as _snapshot
 from .._validation import check_example
 from ._errors import CommandError
-from ._model import final_step
+from ._model import _target_default, final_step, model_task, new_model, target_note
 from ._source import Source, cli_wording
+from ._task import classifier_warning
 from ._warmup import compile_first
 
 
@@ -58,9 +59,6 @@ def open_run(args, model=None, meta=None):
     (:func:`~._model.new_model`).  ``notes`` say which label column and task were chosen and
     why, for :func:`~._model.show_notes` once the command's own checks have passed.
     """
-    from ._model import _target_default, new_model, target_note
-    from ._task import classifier_warning, model_task
-
     target = _target_default(args, meta)
     new = model is None
     if new:

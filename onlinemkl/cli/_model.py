@@ -8,6 +8,7 @@ import sys
 from ._errors import CommandError
 from ._learners import LEARNERS, parse_kernel, parse_params
 from ._source import _format_or_none
+from ._task import DEFAULT_LEARNERS, choose
 
 #: Model files written by the command carry this under ``meta["extra"]["train"]``.
 TRAIN_KEY = "train"
@@ -16,8 +17,6 @@ TRAIN_KEY = "train"
 def build_model(args, learner=None):
     """A new model from ``--learner`` (or ``learner``, or ``--task``'s default learner), ``--param``,
     ``--kernel`` and ``--no-scale``."""
-    from ._task import DEFAULT_LEARNERS
-
     task = getattr(args, "task", None)
     name = learner or args.learner or DEFAULT_LEARNERS[task or "classification"]
     spec = LEARNERS[name]
@@ -67,8 +66,6 @@ def param_message(message: str, spec, params=()) -> str:
 def new_model(args, src):
     """``(model, note)``: a new model for ``train``/``evaluate`` of the task and learner chosen by
     :func:`~._task.choose` (the note says which and why), the source's labels typed for that task."""
-    from ._task import choose
-
     task, learner, note = choose(args, src)
     model = build_model(args, learner)
     src.set_task(task)
@@ -78,6 +75,13 @@ def new_model(args, src):
 def final_step(model):
     steps = getattr(model, "steps", None)
     return list(steps.values())[-1] if steps else model
+
+
+def model_task(model) -> str:
+    """The task of a built or loaded model (its final step)."""
+    from river import base
+
+    return "regression" if isinstance(final_step(model), base.Regressor) else "classification"
 
 
 def describe(model) -> str:
@@ -174,6 +178,18 @@ def _print_weights(learner, out=None):
     print("kernel weights   :", file=out)
     for i, w in enumerate(weights):
         print(f"  {w:6.3f}  {labels[i] if i < len(labels) else f'group {i}'}", file=out)
+
+
+def _train_extra(src, consumed, complete):
+    """What a model file written by ``train`` or ``evaluate`` records of its run (``meta["extra"]``):
+    examples consumed, the source, its format and label column, whether it was read to its end."""
+    info = {"examples_consumed": consumed, "source": src.name, "format": src.format,
+            "target": src.resolved_target(), "complete": complete}
+    if src.zero_based() is not None:
+        info["zero_based"] = src.zero_based()
+    if src.categorical:
+        info["categorical"] = list(src.categorical)
+    return {TRAIN_KEY: info}
 
 
 def _target_default(args, meta):

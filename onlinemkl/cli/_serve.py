@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ._errors import CommandError, option_message
 from ._model import _model_from_args, describe, final_step
+from ._task import DEFAULT_LEARNERS, learner_task
 from ._warmup import compile_first, compile_note
 
 
@@ -56,8 +57,6 @@ def _serve(args) -> int:
     if args.allow_feature_mismatch:
         server.feature_check = None
     if not args.model:
-        from ._task import DEFAULT_LEARNERS, learner_task
-
         task = learner_task(args.learner) if args.learner else args.task or "classification"
         why = (f"--learner {args.learner}" if args.learner else f"--task {args.task}" if args.task else
                "the default; --task regression for numeric labels")

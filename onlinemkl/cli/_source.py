@@ -6,6 +6,7 @@ import collections
 import math
 import sys
 
+from .._feature_check import FeatureCheck
 from ._errors import CommandError
 
 
@@ -353,8 +354,6 @@ def _category_text(value):
 
 def _model_names(model):
     """The feature names a river model (or pipeline) knows, as far as they can be known."""
-    from .._feature_check import FeatureCheck
-
     known = FeatureCheck(model).known()
     if known:
         return known

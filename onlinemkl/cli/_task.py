@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 from ._errors import CommandError
+from ._learners import LEARNERS
 
 #: Labels looked at before the first update.
 SAMPLE = 1000
@@ -86,18 +87,7 @@ def infer_task(labels) -> tuple:
 
 
 def learner_task(name) -> str:
-    from ._learners import LEARNERS
-
     return LEARNERS[name].task
-
-
-def model_task(model) -> str:
-    """The task of a built or loaded model (its final step)."""
-    from river import base
-
-    from ._model import final_step
-
-    return "regression" if isinstance(final_step(model), base.Regressor) else "classification"
 
 
 def choose(args, src) -> tuple:

@@ -11,20 +11,10 @@ from pathlib import Path
 from ._distributed import train_workers
 from ._errors import CommandError
 from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, open_run, rejected, start_run
-from ._model import (TRAIN_KEY, _model_from_args, _print_weights, build_model, describe, final_step, load_model,
-                     save_model, show_notes)
+from ._model import (TRAIN_KEY, _model_from_args, _print_weights, _train_extra, build_model, describe, final_step,
+                     load_model, save_model, show_notes)
 from ._source import _report_skips, rereadable
 from ._warmup import compile_note, warmup_name
-
-
-def _train_extra(src, consumed, complete):
-    info = {"examples_consumed": consumed, "source": src.name, "format": src.format,
-            "target": src.resolved_target(), "complete": complete}
-    if src.zero_based() is not None:
-        info["zero_based"] = src.zero_based()
-    if src.categorical:
-        info["categorical"] = list(src.categorical)
-    return {TRAIN_KEY: info}
 
 
 def _same_params(a, b) -> str | None:

@@ -9,7 +9,9 @@ learning and predicting only.  Both use :func:`onlinemkl._compile.warmup`.
 
 from __future__ import annotations
 
+from .. import _compile
 from ._errors import CommandError
+from ._learners import LEARNERS
 
 #: Compile seconds above this are reported (below it the cache was warm: nothing to say).
 REPORT_COMPILE_S = 1.0
@@ -22,8 +24,6 @@ def warmup_name(learner) -> str | None:
     >>> warmup_name(OBSCUREClassifier()), warmup_name(object())
     ('obscure', None)
     """
-    from ._learners import LEARNERS
-
     cls = type(learner)
     if not cls.__module__.startswith("onlinemkl.river"):
         return None
@@ -44,8 +44,6 @@ def compile_first(learner, args) -> float:
     Learners the command line does not know (a custom river step) are left to compile on
     their first example: 0.0.
     """
-    from .. import _compile
-
     name = warmup_name(learner)
     if name is None:
         return 0.0
@@ -61,7 +59,7 @@ def compile_note(seconds: float) -> str | None:
 
 
 def _warmup(args) -> int:
-    from .. import _compile, _config
+    from .. import _config  # Numba: only the warmup command needs it here
 
     try:
         seconds = _compile.warmup(args.learner, progress=progress_flag(args))

@@ -7,7 +7,7 @@ would send), and for users without Ray.  It does not run faster than one learner
 
 from __future__ import annotations
 
-from .merge import fresh_clone
+from ._common import fresh_clone
 from .models import check_model, set_model_state
 from .protocol import DynamicAveraging, SyncLog, Worker, check_sync, prequential, run_protocol
 

@@ -56,9 +56,15 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._lazy import lazy_module
+from ..engines.obscure import ObscureEngine
+from ..engines.proximal import ProximalEngine
+from ..engines.sequence import SequenceEngine
 from ..features import label_key
 from ..kernel_arrays import block_kernels
+from ._common import _params, _union, fresh_clone
 from .compress import compress, group_norms
+from .minibatch import merge_minibatch, minibatch_divergence
+from .sequence import learnt, merge_sequence, sequence_divergence
 
 _cb = lazy_module("buffer")
 _co = lazy_module("obscure")
@@ -70,10 +76,6 @@ __all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of",
 
 def kind_of(learner) -> str:
     """``'obscure'``, ``'proximal'``, ``'sequence'`` or ``'minibatch'`` for a learner :func:`merge` supports."""
-    from ..engines.obscure import ObscureEngine
-    from ..engines.proximal import ProximalEngine
-    from ..engines.sequence import SequenceEngine
-
     engine = getattr(learner, "_engine", None)
     if isinstance(engine, ObscureEngine):
         return "obscure"
@@ -95,19 +97,6 @@ def check_learner(learner) -> str:
             "(onlinemkl.river.OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor, PolyMKLRegressor, "
             "NonlinearKRRRegressor, and onlinemkl.SequenceMKLLabeler); pass one of them (scale features upstream: a pipeline's scaler is not merged)")
     return kind
-
-
-def fresh_clone(learner):
-    """An unfitted copy of ``learner``'s parameters (river's ``clone``, else scikit-learn's)."""
-    if hasattr(learner, "clone"):
-        return learner.clone()
-    from sklearn.base import clone
-
-    return clone(learner)
-
-
-def _params(learner):
-    return learner._get_params() if hasattr(learner, "_get_params") else learner.get_params(deep=False)
 
 
 def state_nbytes(state) -> int:
@@ -152,19 +141,6 @@ class _Expansion:
             E = a["W"].shape[0]
             self.W = a["W"][:, :d, :C] * sigma[F:F + E, None, None]
             self.Wbar = a["W_avg"][:, :d, :C] / max(T, 1)
-
-
-def _union(lists, key=None):
-    """Names in order of first appearance over the lists (the first list's order kept); with ``key``,
-    names of one key are one name (labels: :func:`~onlinemkl.features.label_key`)."""
-    out, seen = [], set()
-    for names in lists:
-        for v in names:
-            k = v if key is None else key(v)
-            if k not in seen:
-                seen.add(k)
-                out.append(v)
-    return out
 
 
 class _Union:
@@ -294,12 +270,8 @@ def merge_states(learner, states, weights=None):
     """
     kind = check_learner(learner)
     if kind == "minibatch":
-        from .minibatch import merge_minibatch
-
         return merge_minibatch(learner, states, _check_states(states, weights, learner))
     if kind == "sequence":
-        from .sequence import learnt, merge_sequence
-
         weights = _check_states(states, weights, learner)
         keep = [i for i, s in enumerate(states) if learnt(s)]  # a model that learnt nothing is left out
         if len(keep) < 2:
@@ -437,12 +409,8 @@ def state_divergence(learner, a, b) -> float:
     docstring): 0 between copies, symmetric; the squared RKHS distance of the expansions."""
     kind = check_learner(learner)
     if kind == "minibatch":
-        from .minibatch import minibatch_divergence
-
         return minibatch_divergence(learner, a, b)
     if kind == "sequence":
-        from .sequence import sequence_divergence
-
         _check_states([a, b], None, learner)
         return sequence_divergence(learner, a, b)
     _check_states([a, b], None, learner)

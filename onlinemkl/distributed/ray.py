@@ -31,6 +31,11 @@ import os
 import sys
 import time
 
+from .. import _config
+from .._compile import compile_stats
+from .._lazy import blocking
+from .._progress import BAR_DELAY_S, Ticker
+from ._common import _params, fresh_clone
 from .local import LocalBackend, check_shards
 from .models import check_model, final_learner, model_state, set_model_state, with_params
 from .protocol import DynamicAveraging, SyncLog, Worker, check_sync, prequential, run_protocol
@@ -112,8 +117,6 @@ class Host:
 
     def compile_stats(self):
         """This actor's ``{"compiled": n, "loaded": m}`` (:func:`onlinemkl._compile.compile_stats`)."""
-        from .._compile import compile_stats
-
         return compile_stats()
 
 
@@ -124,8 +127,6 @@ _POOL = {"job": None, "hosts": []}
 def worker_runtime_env(ray) -> dict:
     """The ``runtime_env`` of the workers: this process's compile cache location on a single-node
     cluster (see the module docstring), nothing otherwise."""
-    from .. import _config
-
     if _config.CACHE_DIR is None or sum(bool(n.get("Alive")) for n in ray.nodes()) != 1:
         return {}
     # CACHE_DIR is <NUMBA_CACHE_DIR or the per-user folder>/core-<stamp>; a worker adds the stamp itself
@@ -191,8 +192,6 @@ class RayBackend:
 def _small(model):
     """A fresh copy of ``model`` with its size parameters cut to :data:`SMALL_PARAMS` (the same
     compiled variants: a budget stays a budget), or uncut where the learner refuses that."""
-    from .merge import _params, fresh_clone
-
     learner = final_learner(model)
     params = _params(learner)
     small = {k: min(params[k], v) for k, v in SMALL_PARAMS.items()
@@ -241,8 +240,6 @@ def compile_for_workers(learners, sample, sync=None, progress=None) -> float:
     """
     from tqdm import tqdm
 
-    from .._compile import BAR_DELAY_S, _Ticker
-    from .._lazy import blocking
 
     sample = list(sample)[:COMPILE_EXAMPLES]
     if len(sample) < 2:
@@ -252,7 +249,7 @@ def compile_for_workers(learners, sample, sync=None, progress=None) -> float:
                dynamic_ncols=True, leave=False, bar_format="{desc} [{elapsed}]",
                desc=f"onlinemkl: compiling {name} once for the Ray workers (first run only)")
     t0 = time.perf_counter()
-    with bar, _Ticker(bar), blocking():
+    with bar, Ticker(bar), blocking():
         for model in learners:
             model = _small(model)
             try:

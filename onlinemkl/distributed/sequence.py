@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 from .._lazy import lazy_module
 from ..features import label_key
 from ..kernel_arrays import block_kernels
-from .merge import _union
+from ._common import _union, fresh_clone
 
 _cf = lazy_module("fobos")
 _cs = lazy_module("sequence")
@@ -156,8 +156,6 @@ def _models(states, weights):
 def _holder(learner, state, names, labels):
     """A clone of ``learner`` holding ``state`` with its feature map and label set extended to
     ``names`` and ``labels`` (the first model's come first, so its indices are kept)."""
-    from .merge import fresh_clone
-
     tmp = fresh_clone(learner)
     tmp._set_state(*state)
     if tmp._array_input is False:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_number
+
 __all__ = ["ReplayMemory", "check_replay", "many_class_steps", "replay_seed", "river_seed", "NO_MERGE",
            "DEFAULT_STEPS", "MANY_CLASSES_STEPS", "FEW_CLASSES", "DEFAULT_WINDOW", "MAX_VALUES"]
 
@@ -60,8 +62,6 @@ def check_replay(replay, replay_window, budget=None, buffer_replay=True, evictio
     heavy), and for any other learner under a budget (``buffer_replay=False``: the proximal
     regressor).
     """
-    from .._validation import check_number
-
     if replay != "auto":
         check_number("replay", replay, low=0, integer=True,
                      hint=" (extra steps after a margin error; 0 turns replay off; or 'auto')")
@@ -96,8 +96,6 @@ def river_seed(seed) -> int:
     replay draws are the only randomness of a stream learner, and a default run that repeats
     itself keeps results and saved models comparable.  Pass an int for another draw sequence.
     """
-    from .._validation import check_number
-
     check_number("seed", seed, integer=True, allow_none=True, hint=" (an int, or None)")
     return replay_seed(seed)
 
