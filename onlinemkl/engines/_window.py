@@ -121,6 +121,15 @@ def _check_lam_param(name, value):
     return check_lam(value)
 
 
+def _check_kernels(name, value):
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}={value!r}: expected a sequence of onlinemkl.kernels.Kernel or None")
+    return value
+
+
+#: The form of a mini-batch learner's ``kernels`` (each kernel is checked when the engine is built).
+KERNELS_RULE = Rule("sequence of onlinemkl.kernels.Kernel or None", _check_kernels)
+
 #: ``lam`` of the mini-batch learners (a row of their parameter tables).
 LAM_PARAM = Param(
     "lam", Rule("'auto' or float > 0", _check_lam_param), "auto",

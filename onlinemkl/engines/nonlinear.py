@@ -36,6 +36,7 @@ import numpy as np
 from .._lazy import lazy_module
 from .._params import Bool, Choice, Int, Param, Real, Rule, Table
 from ._window import (
+    KERNELS_RULE,
     LAM_PARAM,
     RIVER_MINIBATCH_PARAMS,
     WindowEngine,
@@ -255,12 +256,6 @@ class CortesEngine(WindowEngine):
         self.step, self.n_iter_ = float(params["step"]), int(params["n_iter_"])
 
 
-def _check_kernels(name, value):
-    if value is not None and not isinstance(value, (list, tuple)):
-        raise TypeError(f"{name}={value!r}: expected a sequence of onlinemkl.kernels.Kernel or None")
-    return value
-
-
 def _check_mu0(name, value):
     if np.ndim(value) == 0:
         return Real(low=0.0).check(name, value)
@@ -272,7 +267,7 @@ def _check_mu0(name, value):
 
 #: The parameters of the non-linear KRR learner, for both faces (:mod:`onlinemkl._params`).
 PARAMS = Table(
-    Param("kernels", Rule("sequence of onlinemkl.kernels.Kernel or None", _check_kernels), None,
+    Param("kernels", KERNELS_RULE, None,
           "Base kernels ``K_k``; None: one linear kernel per input column (plus a constant with\n"
           "``constant=True``: the lower-degree terms, as in the paper)."),
     Param("degree", Int(1, 4), 2, "The Hadamard power ``d`` of the combination ``(sum_k mu_k K_k)^d``."),

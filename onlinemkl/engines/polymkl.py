@@ -64,6 +64,7 @@ from .._params import Bool, Choice, Int, Param, Real, Rule, Table
 from .._validation import check_number
 from ._polyactive import solve_active
 from ._window import (
+    KERNELS_RULE,
     LAM_PARAM,
     RIVER_MINIBATCH_PARAMS,
     WindowEngine,
@@ -397,12 +398,6 @@ class PolyMKLEngine(WindowEngine):
         need(len(self.index) == m, "a multi-index is stored twice")
 
 
-def _check_kernels(name, value):
-    if value is not None and not isinstance(value, (list, tuple)):
-        raise TypeError(f"{name}={value!r}: expected a sequence of onlinemkl.kernels.Kernel or None")
-    return value
-
-
 def _check_rho(name, value):
     """The form of ``rho`` (its length is checked against ``degree`` by :func:`check_rho`)."""
     if value is None:
@@ -416,7 +411,7 @@ _SEED_DOC = "Seed of the sampling (the stochastic and UCD solvers); None: a fres
 
 #: The parameters of the polynomial-kernel MKL learner, for both faces (:mod:`onlinemkl._params`).
 PARAMS = Table(
-    Param("kernels", Rule("sequence of onlinemkl.kernels.Kernel or None", _check_kernels), None,
+    Param("kernels", KERNELS_RULE, None,
           "Base kernels ``kappa_1..kappa_r``.  None: one linear kernel per input column plus a constant\n"
           "(``constant=True``), the paper's set-up, with fast rank-one algebra; a river face numbers\n"
           "features in sorted name order, and kernels given there group features by name."),
