@@ -398,25 +398,7 @@ def test_load_rejects_inconsistent_state():
         PolyMKLRegressor(degree=2, n_iter=5, random_state=0)._set_state(state, bad)
 
 
-# -- scikit-learn's estimator checks on the array API (both mini-batch learners) -------------------------
-
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
-
 from onlinemkl import NonlinearKRRRegressor  # noqa: E402
-
-#: Every check passes; an entry here needs a reason a reviewer would accept (the suite is xfail-strict).
-EXPECTED_FAILED_CHECKS: dict = {}
-
-
-@parametrize_with_checks(
-    [PolyMKLRegressor(degree=2, n_iter=5, random_state=0),
-     PolyMKLRegressor(degree=2, n_iter=5, solver="ucd", budget=20, random_state=0),
-     NonlinearKRRRegressor(max_iter=3)],
-    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS,
-    xfail_strict=True,
-)
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 def test_state_with_parameter_rows_of_another_width_is_refused():

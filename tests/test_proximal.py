@@ -24,7 +24,6 @@ from sklearn.datasets import load_diabetes
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from onlinemkl._core import fobos as _cf
 from onlinemkl.engines.proximal_setup import settings
@@ -743,33 +742,6 @@ def test_inconsistent_saved_state_is_refused(name, edit, rule):
     edit(arrays[name])
     with pytest.raises(ValueError, match=rule):
         C(**model.get_params())._set_state(state, arrays)
-
-
-# -- scikit-learn's estimator checks ----------------------------------------------------------------
-
-_SHARED_FAILURES: dict = {}  # every other scikit-learn check passes
-_CLASSIFIER_FAILURES: dict = {}
-
-
-def _expected_failed_checks(estimator):
-    if isinstance(estimator, C):
-        return {**_SHARED_FAILURES, **_CLASSIFIER_FAILURES}
-    return _SHARED_FAILURES
-
-
-@parametrize_with_checks(
-    [
-        C(random_state=0, n_epochs=2),
-        C(random_state=0, loss="logistic", regularizer="l21", lam=1e-3, budget=20, eviction="least_impact",
-          average=True, explicit_groups=(None,)),
-        R(random_state=0, n_epochs=2),
-        R(random_state=0, loss="epsilon_insensitive", budget=20, explicit_groups=(None,), average=False),
-    ],
-    expected_failed_checks=_expected_failed_checks,
-    xfail_strict=True,
-)
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 def test_regression_steps_are_normalised_so_wide_inputs_do_not_diverge():

@@ -6,13 +6,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _river_checks import river_check_test
 from river import compose, preprocessing
 
 from onlinemkl.persist import load, save
 from onlinemkl.river import Guard, OBSCUREClassifier, ProximalMKLRegressor
-
-test_river_check = river_check_test(Guard)
 
 BAD = [
     ({"a": float("nan"), "b": 1.0}, "'a' = nan is not finite"),
