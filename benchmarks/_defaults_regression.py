@@ -1,7 +1,6 @@
-"""How good is onlinemkl's *default* regressor on data nobody tuned it for?
+"""The regression half of ``bench_defaults.py``: the default regressor on data nobody tuned it for.
 
-The regression twin of ``bench_defaults.py``.  A user who installs onlinemkl for a regression
-stream will mostly run ``StandardScaler() | ProximalMKLRegressor()`` with no parameters.
+A user who installs onlinemkl for a regression stream will mostly run ``StandardScaler() | ProximalMKLRegressor()`` with no parameters.
 This benchmark asks what that user loses or gains against river's regressors with their
 defaults, over a spread of offline data sets (real, small tabular, generated ones with
 irrelevant features, heavy target scales, categorical inputs, and a concept drift), with the
@@ -15,8 +14,7 @@ What is measured
     without learning (``predict_many`` where the whole pipeline has it, else ``predict_one``).
 
     Candidates (``CANDIDATES``; all behind ``river.preprocessing.StandardScaler() |``):
-    ``ProximalMKLRegressor default`` (no parameters), ``ProximalMKLRegressor previous default``
-    (``group_steps='equal'``) and ``ProximalMKLRegressor replay=2``.
+    ``ProximalMKLRegressor default`` (no parameters) and ``ProximalMKLRegressor budget500``.
     Targets are NOT scaled for anybody (a user passes ``y`` as it comes).
 
     river reference, each with its defaults: ``StandardScaler | linear_model.LinearRegression``,
@@ -65,20 +63,8 @@ model in 10 features (5 informative) whose coefficients are redrawn at row 1,000
 seed 0; the drift falls inside the train part, the held-out part is all post-drift).
 ``--quick`` runs 3 small data sets (TrumpApproval, diabetes, friedman1) capped at 600 rows.
 
-Usage::
-
-    PYTHONPATH=. NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_defaults_regression.py          # -> results/defaults_regression.*
-    PYTHONPATH=. NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_defaults_regression.py --quick  # -> results/defaults_regression_quick.*
-    python benchmarks/bench_defaults_regression.py --candidates "ProximalMKLRegressor default" \\
-        --datasets diabetes,drift --name scratch
-    python benchmarks/bench_defaults_regression.py --candidates "ProximalMKLRegressor default" \\
-        --extra 'lam1e-3=ProximalMKLRegressor(lam=1e-3)' --name try_lam
-
-``--extra 'name=expression'`` (repeatable; split at the FIRST ``=``) adds a candidate exactly as
-in ``bench_defaults.py``: the expression is evaluated with ``onlinemkl``, ``onlinemkl.river``
-(as ``omr``), ``onlinemkl.kernels`` (as ``kernels``) and every public name of the last two in
-scope, must return an onlinemkl river regressor, and is put behind a StandardScaler.  Use
-``--name`` so as not to overwrite the committed report.
+Run through ``bench_defaults.py`` (``--task regression`` for this half alone); ``bench_peers.py``
+takes its river regressors and stream helpers.
 """
 
 from __future__ import annotations
@@ -101,14 +87,11 @@ from bench_defaults import (  # noqa: E402
     _river_dataset,
     _scaled,
     _worst,
+    defaults_section,
     race,
     run_candidates,
-    selection,
-    selection_parser,
     split,
-    start,
     summarise,
-    write_defaults_report,
 )
 from bench_peers import has_predict_many  # noqa: E402
 
@@ -209,15 +192,10 @@ def _proximal(**kw):
     return lambda: ProximalMKLRegressor(**kw)
 
 
-#: The default; the previous default (every kernel the same step, ``group_steps='equal'``: how the
-#: default moved; the ones before it -- the normalised quadratic kernel with ``eta0=0.2``, and the
-#: averaged model with ``lam=1e-2`` and ``eta0=0.1`` -- are in the git history of
-#: ``results/defaults_regression.md``); the default with replay turned on (its classifier twin
-#: defaults to replay).
+#: The default, and the default under a budget of 500 stored examples.
 CANDIDATES = {
     "ProximalMKLRegressor default": _scaled(lambda: _proximal()()),
-    "ProximalMKLRegressor previous default": _scaled(lambda: _proximal(group_steps="equal")()),
-    "ProximalMKLRegressor replay=2": _scaled(lambda: _proximal(replay=2)()),
+    "ProximalMKLRegressor budget500": _scaled(lambda: _proximal(budget=500)()),
 }
 
 
@@ -315,12 +293,10 @@ def run_krr(train, test):
 
 # -- main ----------------------------------------------------------------------------------------
 
-def main(argv=None):
-    args = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "regressor", "defaults_regression").parse_args(argv)
-    candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
-
-    t_start, compile_s = start(["proximal-regressor"])
-
+def run(candidates, names, cap):
+    """The regression section of the defaults report over the data sets ``names`` (rows capped at
+    ``cap``): ``(markdown, json dict)`` from :func:`bench_defaults.defaults_section`."""
+    t_start = time.perf_counter()
     rows, refs, river_all = [], [], []
     with single_thread_blas():
         for dname in names:
@@ -375,8 +351,8 @@ def main(argv=None):
     columns = ["dataset", "candidate", "preq_mae", "heldout_mae", "ex_per_s", "river_best", "river_preq_mae",
                "river_ex_per_s", "krr_heldout_mae", "preq_mae_vs_river", "heldout_vs_krr", "speed_vs_river",
                "preq_mae_vs_mean"]
-    write_defaults_report(
-        __doc__, "bench_defaults_regression.py", args, "defaults_regression", cap, total_s, compile_s, candidates,
+    return defaults_section(
+        __doc__, "_defaults_regression.py", cap, total_s, candidates,
         method="MAE in the target's own units (targets not scaled for the online learners).  `river best`: the "
                "river regressor (LinearRegression, KNNRegressor, HoeffdingAdaptiveTreeRegressor, ARFRegressor; "
                "defaults) with the lowest prequential MAE on each data set (picked with hindsight); "
@@ -387,7 +363,4 @@ def main(argv=None):
                     "`*_preq_mae_vs_river`: candidate prequential MAE / river best's (<= 1 is a win); "
                     "`*_heldout_vs_krr`: held-out MAE / tuned KRR's held-out MAE; `geomean_speed_vs_river`: "
                     "examples/s / river best's examples/s, geometric mean.",
-        tables=(summary, refs, rows, river_all), columns=columns, title="Default regressor vs river's regressors")
-
-if __name__ == "__main__":
-    main()
+        tables=(summary, refs, rows, river_all), columns=columns)
