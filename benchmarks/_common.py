@@ -178,7 +178,7 @@ def markdown_table(rows: list[dict], columns: list[str] | None = None, floatfmt:
     def fmt(v):
         if isinstance(v, float):
             return format(v, floatfmt)
-        return "" if v is None else str(v)
+        return "" if v is None else str(v).replace("|", "\\|")  # a bare | would split the cell
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in columns) + " |" for r in rows]

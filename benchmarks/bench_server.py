@@ -50,7 +50,8 @@ def rate(server, depth: int, seconds: float) -> tuple[float, int]:
     """Requests per second of one client at pipeline ``depth`` for about ``seconds``."""
     sock = socket.create_connection(server.address, timeout=10)
     rfile = sock.makefile("rb")
-    batch = b"".join(json.dumps({"x": {"f0": 0.1 * k, "f1": -0.2, "f2": 1.0}}).encode() + b"\n"
+    # every feature the model learnt: the server refuses requests with missing feature names
+    batch = b"".join(json.dumps({"x": {f"f{j}": 0.1 * k - 0.2 * j for j in range(8)}}).encode() + b"\n"
                      for k in range(depth))
     n = 0
     t0 = time.perf_counter()
@@ -58,8 +59,9 @@ def rate(server, depth: int, seconds: float) -> tuple[float, int]:
         while time.perf_counter() - t0 < seconds:
             sock.sendall(batch)
             for _ in range(depth):
-                if b"prediction" not in rfile.readline():
-                    raise RuntimeError("the server did not answer")
+                reply = rfile.readline()
+                if b"prediction" not in reply:
+                    raise RuntimeError(f"the server did not answer with a prediction: {reply[:200]!r}")
             n += depth
         return n / (time.perf_counter() - t0), n
     finally:
