@@ -177,9 +177,9 @@ def main() -> None:
     ap.add_argument("--figures", default=",".join(FIGURES), help="comma-separated subset (a partial run)")
     ap.add_argument("--quick", action="store_true", help="small buffers and streams (a smoke run)")
     ap.add_argument("--no-replay", action="store_true",
-                    help="OBSCURE with replay=0 in versions that have replay (a default since 6ed2143: up to 5 "
-                         "extra steps after a margin error, so more stored rows and more work per example): "
-                         "the old engine's work per example, to compare the engines' speed")
+                    help="OBSCURE with replay=0 in versions that have replay (up to 5 extra steps after a "
+                         "margin error, so more stored rows and more work per example): the same work on both "
+                         "sides when one predates replay, to compare the engines' speed")
     args = ap.parse_args()
     figures = args.figures.split(",")
     unknown = [f for f in figures if f not in FIGURES]

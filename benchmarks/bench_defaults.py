@@ -25,8 +25,8 @@ What is measured
     where the pipeline has it).
 
     Candidates (``CANDIDATES``; all behind ``river.preprocessing.StandardScaler() |``):
-    ``OBSCURE default`` and ``ProximalMKL default`` (no parameters), ``OBSCURE narrow``
-    (RBF at gamma = {1, 3, 10, 30}/d + normalised linear) and ``OBSCURE budget500``.
+    ``OBSCURE default`` and ``ProximalMKL default`` (no parameters), and both with
+    ``budget=500`` (``OBSCURE budget500``, ``ProximalMKL budget500``).
 
     river reference: river's models with their own defaults, as ``bench_peers.py`` builds
     them (StandardScaler | LR, one-vs-rest for multiclass; StandardScaler | RBFSampler | LR;
@@ -47,7 +47,7 @@ What is measured
     ``onlinemkl.OBSCUREClassifier(random_state=0)`` and ``ProximalMKLClassifier(random_state=0)``,
     defaults, fitted on the same standardised train arrays as the SVCs; held-out accuracy, and
     over the mean-kernel SVC's (``obscure_fit_vs_svc``).  Its time against the SVC is
-    ``bench_fit_svc.py``'s (issue 16, goal 4); here no fit is timed.
+    ``bench_fit_svc.py``'s; here no fit is timed.
 
     Ratios per data set and candidate: ``preq_vs_river`` = candidate prequential accuracy
     minus river best's (a difference, in accuracy points / 100); ``speed_vs_river`` =

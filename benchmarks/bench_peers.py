@@ -413,6 +413,31 @@ def run_classification(names, quick, memory=True):
     return rows, bar
 
 
+def report_notes(parts: dict) -> str:
+    """The report's text and tables for ``parts`` (``{"classification": {"rows", "bar"}, "regression": ...}``,
+    either or both)."""
+    from _common import markdown_table
+
+    notes = ("Train = first 70% of each stream in its bundled order (one prequential pass: predict, then learn), "
+             "held-out = the last 30%.  Full method: the docstring of `benchmarks/bench_peers.py`.\n\n")
+    if "classification" in parts:
+        rows, bar = parts["classification"]["rows"], parts["classification"]["bar"]
+        notes += ("## Classification: the bar\n\n"
+                  f"Budget {BUDGET}; kNN window {KNN_WINDOW}.  `speed_ratio`, `x_vs_river_best`: examples per CPU "
+                  "second over those of river's most accurate (prequential) contestant on the same stream; "
+                  "`bar_met`: onlinemkl's best is at least as accurate and faster.  digits is a reference, "
+                  "not a river stream.\n\n" + markdown_table(bar)
+                  + "\n## Classification: all contestants\n\n" + markdown_table(rows))
+    if "regression" in parts:
+        rows, bar = parts["regression"]["rows"], parts["regression"]["bar"]
+        notes += ("\n## Regression: the bar\n\n"
+                  "`mae_ratio`: onlinemkl's best prequential MAE over river best's (<= 1: as accurate or better); "
+                  "`speed_ratio`: examples per CPU second over river best's; `bar_met`: MAE ratio <= 1 and "
+                  "faster.\n\n" + markdown_table(bar)
+                  + "\n## Regression: all contestants\n\n" + markdown_table(rows))
+    return notes
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"cap every stream at {QUICK_CAP} examples")
@@ -427,29 +452,15 @@ def main(argv=None):
     if unknown:
         ap.error(f"--datasets: unknown stream(s) {unknown}; choose from {[*CAPS, *REGRESSION_STREAMS]}")
     partial = args.task != "both" or args.no_memory or args.datasets is not None
-    from _common import markdown_table
-
-    notes = ("Train = first 70% of each stream in its bundled order (one prequential pass: predict, then learn), "
-             "held-out = the last 30%.  Full method: the docstring of `benchmarks/bench_peers.py`.\n\n")
     extra = {}
     if args.task in ("both", "classification"):
         rows, bar = run_classification([n for n in wanted if n in CAPS], args.quick, memory=not args.no_memory)
-        notes += ("## Classification: the bar\n\n"
-                  f"Budget {BUDGET}; kNN window {KNN_WINDOW}.  `speed_ratio`, `x_vs_river_best`: examples per CPU "
-                  "second over those of river's most accurate (prequential) contestant on the same stream; "
-                  "`bar_met`: onlinemkl's best is at least as accurate and faster.  digits is a reference, "
-                  "not a river stream.\n\n" + markdown_table(bar)
-                  + "\n## Classification: all contestants\n\n" + markdown_table(rows))
         extra["classification"] = {"rows": rows, "bar": bar}
     if args.task in ("both", "regression"):
         with single_thread_blas():
             rows, bar = run_regression([n for n in wanted if n in REGRESSION_STREAMS], args.quick)
-        notes += ("\n## Regression: the bar\n\n"
-                  "`mae_ratio`: onlinemkl's best prequential MAE over river best's (<= 1: as accurate or better); "
-                  "`speed_ratio`: examples per CPU second over river best's; `bar_met`: MAE ratio <= 1 and "
-                  "faster.\n\n" + markdown_table(bar)
-                  + "\n## Regression: all contestants\n\n" + markdown_table(rows))
         extra["regression"] = {"rows": rows, "bar": bar}
+    notes = report_notes(extra)
     write_report("peers", None, title="onlinemkl against river's best learners on river's streams", notes=notes,
                  extra=extra, quick=args.quick or partial)
 
