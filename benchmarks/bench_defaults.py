@@ -72,9 +72,9 @@ The regression half (data, river regressors, the KRR reference) is described in
 ``_defaults_regression.py``.
 
 ``--quick`` runs 3 small data sets per task (Phishing, wine, moons+8noise; TrumpApproval,
-diabetes, friedman1) capped at 600 rows.  Run time on a shared 2-core machine: full about
-5 minutes with a warm Numba cache (classification ~2.5, regression ~2); ``--quick`` under a
-minute warm, about 2 minutes with a cold cache (compilation).
+diabetes, friedman1) capped at 600 rows.  Run time on an idle 2-core machine: full about
+5 minutes with a warm Numba cache (classification ~2.5, regression ~2; 28 minutes when other
+jobs kept the load at 10); ``--quick`` under a minute warm, about 2 minutes with a cold cache.
 
 Usage::
 
