@@ -63,7 +63,7 @@ mean (a baseline, never river's best).  Targets are not scaled.  Throughput in e
 second of the prequential pass; no memory pass.
 
 ``--quick`` caps every stream at 1,000 examples.  Run time on a shared 2-core machine: the full
-run about 20 minutes (classification ~15, regression ~5), ``--quick`` about 3.
+run about 17 minutes (at a load of 4 to 6), ``--quick`` about 3.
 
 Usage::
 
