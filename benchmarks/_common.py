@@ -134,23 +134,22 @@ def quick_args(argv, doc: str, quick_help: str | None = None) -> argparse.Namesp
     return ap.parse_args(argv)
 
 
-def ab_arguments(doc: str, figures, name: str) -> argparse.ArgumentParser:
-    """The command line every two-checkout A/B benchmark shares (``--a``/``--b``, ``--rounds``,
-    ``--figures``, ``--name``); a script adds its own options to the parser it returns."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--a", required=True, type=Path, help="checkout A (before)")
-    ap.add_argument("--b", required=True, type=Path, help="checkout B (after)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternations of A and B per figure")
-    ap.add_argument("--figures", default=",".join(figures), help="comma-separated subset")
-    ap.add_argument("--name", default=name, help="report name in benchmarks/results/")
-    return ap
-
-
 def single_thread_blas():
     """Context manager limiting BLAS/OpenMP to one thread (threadpoolctl)."""
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1)
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), or ``platform.processor()`` elsewhere."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def machine() -> dict:
@@ -165,6 +164,7 @@ def machine() -> dict:
         "numba_threads": numba.get_num_threads(),
         "machine": platform.machine(),
         "processor": platform.processor(),
+        "cpu_model": _cpu_model(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
 
@@ -178,25 +178,58 @@ def markdown_table(rows: list[dict], columns: list[str] | None = None, floatfmt:
     def fmt(v):
         if isinstance(v, float):
             return format(v, floatfmt)
-        return "" if v is None else str(v)
+        return "" if v is None else str(v).replace("|", "\\|")  # a bare | would split the cell
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def write_report(name: str, rows: list[dict], *, columns: list[str] | None = None,
-                 title: str | None = None, notes: str = "", extra: dict | None = None,
-                 out_dir: Path | str | None = None) -> tuple[Path, Path]:
-    """Write ``results/<name>.json`` and ``results/<name>.md``; print the table; return both paths."""
+def quick_suffix(quick: bool) -> str:
+    """The file-name suffix of a report: ``.quick`` for a ``--quick`` run (git-ignored), else none."""
+    return ".quick" if quick else ""
+
+
+def report_paths(name: str, quick: bool = False, out_dir: Path | str | None = None) -> tuple[Path, Path]:
+    """Where a report named ``name`` goes: ``results/<name>.json`` and ``.md`` for a full run,
+    ``results/<name>.quick.json`` and ``.md`` for a ``--quick`` run, so a smoke run never
+    overwrites the committed result."""
     out = Path(out_dir) if out_dir else RESULTS
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": name, "machine": machine(), "rows": rows, **(extra or {})}
-    jpath = out / f"{name}.json"
+    return out / f"{name}{quick_suffix(quick)}.json", out / f"{name}{quick_suffix(quick)}.md"
+
+
+def provenance(m: dict | None = None, quick: bool = False) -> str:
+    """One line saying when and on what a report was measured (and whether it is a quick run)."""
+    m = m or machine()
+    line = (f"Measured {m.get('date', '?')} on {m.get('cpu_count', '?')} CPUs ({m.get('machine', '?')}), "
+            f"Python {m.get('python', '?')}, numpy {m.get('numpy', '?')}, numba {m.get('numba', '?')}.")
+    if m.get("cpu_model"):
+        line = line.replace(" CPUs (", f" CPUs ({m['cpu_model']}, ", 1)
+    if quick:
+        line += (" **Quick or partial run** (`--quick`, or a subset of the benchmark): a smoke test, "
+                 "not the full result.")
+    return line
+
+
+def write_report(name: str, rows: list[dict] | None, *, columns: list[str] | None = None,
+                 title: str | None = None, notes: str = "", extra: dict | None = None,
+                 quick: bool = False, out_dir: Path | str | None = None) -> tuple[Path, Path]:
+    """Write the report ``name`` (see :func:`report_paths`) as JSON and as Markdown, print the
+    Markdown and return both paths.
+
+    The Markdown is self-contained: a one-line title, the date and machine, ``notes``, then the
+    table of ``rows`` over ``columns`` (none when ``rows`` is None: ``notes`` hold the tables).
+    The JSON holds the rows, the machine and ``extra``.
+    """
+    jpath, mpath = report_paths(name, quick, out_dir)
+    jpath.parent.mkdir(parents=True, exist_ok=True)
+    m = machine()
+    payload = {"benchmark": name, "quick": quick, "machine": m, "rows": rows, **(extra or {})}
     jpath.write_text(json.dumps(payload, indent=2, default=float) + "\n")
-    table = markdown_table(rows, columns)
-    md = f"# {title or name}\n\n{notes.strip()}\n\n{table}" if notes else f"# {title or name}\n\n{table}"
-    mpath = out / f"{name}.md"
+    table = "" if rows is None else markdown_table(rows, columns)
+    head = f"# {title or name}{' (quick run)' if quick else ''}\n\n{provenance(m, quick)}\n\n"
+    md = head + (f"{notes.strip()}\n\n{table}" if notes else table)
+    md = md.rstrip("\n") + "\n"
     mpath.write_text(md)
     print(md)
     print(f"wrote {jpath} and {mpath}")

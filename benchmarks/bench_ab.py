@@ -1,4 +1,13 @@
-"""A/B of two checkouts of onlinemkl in one run: the end-to-end figures a code change must keep.
+"""A/B of two commits of onlinemkl in one run: the end-to-end figures a code change must keep.
+
+The question: is commit B slower or faster than commit A on the standard figures (one learning
+step and one prediction against a buffer of 10^4 stored examples, and the default river pipeline
+on three of river's streams)?  ``--a`` and ``--b`` each take a checkout directory or a git
+revision of this repository (exported with ``git archive`` into a temporary directory).
+
+How to read the report: ``throughput_B_over_A`` per figure (> 1: B is faster; within about 0.1
+of 1 is the noise of a shared machine), with the microseconds per example of each and the stored
+rows each timed step reads.
 
 Each figure is measured in a fresh child process per checkout (``PYTHONPATH`` set to the
 checkout, a Numba cache of its own, warmed by a first, discarded child), the two checkouts
@@ -20,18 +29,23 @@ Figures:
                         one prequential pass over river's bundled stream (examples per second,
                         the peers benchmark's workload).
 
-``--no-replay`` builds OBSCURE with ``replay=0`` in the versions that have it: replay (the default
-since 6ed2143) takes extra steps after a margin error, so with it the same 10^4 examples leave
-~1.5x more stored rows and a stream costs more work per example; without it both sides do the
-old engine's work.  The report gives the stored rows each timed step reads (``n_support_*``).
+``--no-replay`` builds OBSCURE with ``replay=0`` in the versions that have it: replay (a default
+of recent versions) takes extra steps after a margin error, so with it the same 10^4 examples
+leave ~1.5x more stored rows and a stream costs more work per example; without it both sides do
+the same work when one of them predates replay.  The report gives the stored rows each timed
+step reads (``n_support_*``).
+
+Run time on a shared 2-core machine: about 10 minutes with ``--rounds 3``; ``--quick`` about 2.
 
 Usage::
 
-    python benchmarks/bench_ab.py --a /path/to/old/checkout --b /path/to/new/checkout [--quick]
+    python benchmarks/bench_ab.py --a main --b HEAD              # -> benchmarks/results/ab.{json,md}
+    python benchmarks/bench_ab.py --a /path/to/old/checkout --b . --quick --figures learn_1e4x16
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -41,7 +55,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ab_arguments, write_report  # noqa: E402
+from _common import write_report  # noqa: E402
 
 CHILD = r'''
 import json, sys, time
@@ -136,24 +150,53 @@ def run_child(checkout: Path, cache: Path, what: str, quick: bool, no_replay: bo
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def checkout_of(spec: str, tmp: Path, side: str) -> Path:
+    """The directory to put on ``PYTHONPATH`` for ``spec``: a checkout directory as it is, or a git
+    revision of this repository exported (``git archive``) into ``tmp/<side>-src``."""
+    path = Path(spec)
+    if (path / "onlinemkl" / "__init__.py").is_file():
+        return path.resolve()
+    repo = Path(__file__).resolve().parents[1]
+    rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"],
+                         capture_output=True, text=True)
+    if rev.returncode != 0:
+        raise SystemExit(f"--{side.lower()} {spec!r}: neither a checkout of onlinemkl (a directory holding "
+                         "onlinemkl/__init__.py) nor a git revision of this repository")
+    dest = tmp / f"{side}-src"
+    dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev.stdout.strip()], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
 def main() -> None:
-    ap = ab_arguments(__doc__, FIGURES, "ab")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="A (before): a checkout directory or a git revision (e.g. main)")
+    ap.add_argument("--b", required=True, help="B (after): a checkout directory or a git revision (e.g. HEAD)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternations of A and B per figure")
+    ap.add_argument("--figures", default=",".join(FIGURES), help="comma-separated subset (a partial run)")
     ap.add_argument("--quick", action="store_true", help="small buffers and streams (a smoke run)")
     ap.add_argument("--no-replay", action="store_true",
-                    help="OBSCURE with replay=0 in versions that have replay (a default since 6ed2143: up to 5 "
-                         "extra steps after a margin error, so more stored rows and more work per example): "
-                         "the old engine's work per example, to compare the engines' speed")
+                    help="OBSCURE with replay=0 in versions that have replay (up to 5 extra steps after a "
+                         "margin error, so more stored rows and more work per example): the same work on both "
+                         "sides when one predates replay, to compare the engines' speed")
     args = ap.parse_args()
+    figures = args.figures.split(",")
+    unknown = [f for f in figures if f not in FIGURES]
+    if unknown:
+        ap.error(f"--figures: unknown figure(s) {unknown}; choose from {list(FIGURES)}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        caches = {"A": Path(tmp) / "A", "B": Path(tmp) / "B"}
-        for what in args.figures.split(","):
+        tmp = Path(tmp)
+        sides = {"A": checkout_of(args.a, tmp, "A"), "B": checkout_of(args.b, tmp, "B")}
+        caches = {"A": tmp / "A", "B": tmp / "B"}
+        for what in figures:
             best = {}
             extra = {}
-            for side, path in (("A", args.a), ("B", args.b)):
+            for side, path in sides.items():
                 run_child(path, caches[side], what, True, args.no_replay)  # warm the cache
             for _ in range(args.rounds):
-                for side, path in (("A", args.a), ("B", args.b)):
+                for side, path in sides.items():
                     r = run_child(path, caches[side], what, args.quick, args.no_replay)
                     best[side] = min(best.get(side, float("inf")), r["seconds_per_example"])
                     extra[side] = r
@@ -167,10 +210,13 @@ def main() -> None:
                 row["accuracy_B"] = round(extra["B"]["accuracy"], 4)
             print(row, flush=True)
             rows.append(row)
-    write_report(args.name + ("_quick" if args.quick else ""), rows,
-                 title=f"A/B: {args.a} (A) vs {args.b} (B), best of {args.rounds} alternations",
-                 extra={"a": str(args.a), "b": str(args.b), "rounds": args.rounds, "quick": args.quick,
-                        "no_replay": args.no_replay})
+    write_report("ab", rows, title=f"A/B: {args.a} (A) vs {args.b} (B), best of {args.rounds} alternations",
+                 notes=f"Throughput of B over A per figure (> 1: B is faster); microseconds per example, best of "
+                       f"{args.rounds} alternations, CPU time of a fresh child process per run"
+                       f"{'; OBSCURE with replay=0' if args.no_replay else ''}.  Command: `python "
+                       f"benchmarks/bench_ab.py --a {args.a} --b {args.b}`.",
+                 quick=args.quick or len(figures) < len(FIGURES),
+                 extra={"a": str(args.a), "b": str(args.b), "rounds": args.rounds, "no_replay": args.no_replay})
 
 
 if __name__ == "__main__":

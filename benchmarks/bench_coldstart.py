@@ -1,18 +1,23 @@
-"""Cold start, before against after: seconds from a new interpreter to a learner's first answer.
+"""Cold start: seconds from a new interpreter to a learner's first answer, and to the demo's end.
 
-What a new user meets first is the compile time of a new process with an empty Numba cache, so
-this benchmark times exactly that, end to end, for two checkouts in the same run: ``--a`` (before,
-default ``/work/wt-base``, the old commit ad49ea8) and ``--b`` (after, default the checkout this
-file is in).  Measuring both in one run on the same machine, interleaved row by row, makes the
-ratio meaningful on a shared machine where absolute seconds drift with the load; the children's
-CPU seconds (``getrusage(RUSAGE_CHILDREN)`` deltas) are reported beside the wall time for the same
-reason.  ``*_exit_s`` is the time to the child's exit: since the background compilation
-(``onlinemkl._lazy``) the first answer comes from Python while Numba compiles, and a process that
-has answered finishes the compilation before it exits, so that the next run starts compiled.
+The question: what a new user meets first is a new process with an empty Numba compile cache.
+How long until the first prediction of the default river pipeline, of every other public learner,
+and until ``python -m onlinemkl demo`` has finished, cold and then warm (on the cache the cold run
+wrote)?  Compared against targets (pipeline cold <= 8 s, warm <= 2 s; other learners <= 10 s;
+demo cold <= 15 s, warm <= 2 s) and, with ``--a PATH``, against another checkout measured in the
+same run.  How to read the report: one row per measurement, ``B_s`` the seconds of this checkout
+(``B_meets``: within the target), ``B_exit_s`` to the child's exit, ``B_cpu_s`` its CPU seconds;
+with ``--a``, the ``A_*`` columns and ``B/A`` ratios (< 1: this checkout is faster).
 
 Every measurement is a fresh child process with ``PYTHONPATH=<checkout>``, its working directory
-outside both checkouts, and its own fresh empty ``NUMBA_CACHE_DIR`` (a temp dir); the parent never
-imports onlinemkl.  The children use only public APIs that exist in both versions.  Rows:
+outside the checkouts, and its own fresh empty ``NUMBA_CACHE_DIR`` (a temp dir); the parent never
+imports onlinemkl.  With ``--a``, both checkouts run in the same run, interleaved row by row, so the
+ratio means something on a shared machine where absolute seconds drift with the load; the
+children's CPU seconds (``getrusage(RUSAGE_CHILDREN)`` deltas) are reported beside the wall time
+for the same reason.  ``*_exit_s`` is the time to the child's exit: the first answer comes from
+Python while Numba compiles in the background (``onlinemkl._lazy``), and a process that has
+answered finishes the compilation before it exits, so that the next run starts compiled.  The
+children use only public APIs.  Rows:
 
 * ``pipeline cold``  -- ``StandardScaler() | onlinemkl.river.OBSCUREClassifier()``: one
   ``learn_one``, then ``predict_one``; wall time from launching the interpreter to the child
@@ -26,20 +31,15 @@ imports onlinemkl.  The children use only public APIs that exist in both version
 
 ``--repeat N`` runs each row N times (each cold run with a new empty cache) and reports the
 fastest wall time with its CPU time; every run's figures are in the JSON.  ``--quick`` keeps the
-pipeline rows and one other learner.
+pipeline rows and one other learner.  ``benchmarks/compile_profile.py`` says where one
+learner's compile time goes.
 
-``--stream`` measures a longer first run instead: 4,000 rows of river's ``RandomRBF`` through
-``onlinemkl.river.ProximalMKLClassifier(budget=300)`` (predict, then learn, row by row) on an empty
-cache, by default (``default``: compiled on first use) against compiling first
-(``warmup``: ``onlinemkl.warmup(["proximal"], budget=True)``, then the same loop).  Per run: the
-seconds from launch to the first prediction (an empty model's), to the first prediction of a
-model that has learnt one row, and to the end; the two variants run back to back, ``--repeat``
-times, on each checkout, and the report gives each default/warmup ratio of the same round.
+Run time on a shared 2-core machine: about 7 minutes per checkout; ``--quick`` about 1.
 
 Usage::
 
-    python benchmarks/bench_coldstart.py [--a PATH] [--b PATH] [--quick] [--repeat N]
-    python benchmarks/bench_coldstart.py --stream [--a PATH] [--b PATH] [--repeat N]
+    python benchmarks/bench_coldstart.py [--quick] [--repeat N]   # -> benchmarks/results/coldstart.{json,md}
+    python benchmarks/bench_coldstart.py --a /path/to/other/checkout   # also that checkout, as A
 """
 
 from __future__ import annotations
@@ -100,26 +100,6 @@ import onlinemkl
 print("DONE", onlinemkl.__file__, flush=True)
 '''
 
-STREAM_CHILD = r'''
-import sys, time
-variant, rows = sys.argv[1], int(sys.argv[2])
-from river.datasets import synth
-import onlinemkl
-import onlinemkl.river
-if variant == "warmup":
-    onlinemkl.warmup(["proximal"], progress=False, budget=True)
-model = onlinemkl.river.ProximalMKLClassifier(budget=300)
-for i, (x, y) in enumerate(synth.RandomRBF(seed_model=42, seed_sample=42).take(rows)):
-    model.predict_one(x)
-    if i < 2:
-        print(f"PREDICTED {i}", flush=True)
-    model.learn_one(x, y)
-print("DONE", onlinemkl.__file__, flush=True)
-'''
-
-#: Rows of RandomRBF in ``--stream``'s runs.
-STREAM_ROWS = 4000
-
 LEARNERS = ["river_proximal", "river_proximal_regressor", "sklearn_obscure", "sklearn_proximal",
             "sequence", "polymkl", "nonlinear"]
 TARGETS = {"pipeline cold": 8.0, "pipeline warm": 2.0, "demo cold": 15.0, "demo warm": 2.0}
@@ -158,53 +138,6 @@ def run_child(checkout: Path, cache: str, what: str) -> dict:
     return {"wall_s": wall if wall is not None else end, "exit_s": end, "cpu_s": cpu}
 
 
-def run_stream(checkout: Path, variant: str) -> dict:
-    """One ``--stream`` child on a new empty cache: seconds from launch to its first two
-    predictions and to its end, and its CPU seconds."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ONLINEMKL_NO_CACHE")}
-    with tempfile.TemporaryDirectory(prefix="coldstart_nc_") as cache, \
-            tempfile.TemporaryDirectory(prefix="coldstart_cwd_") as cwd, tempfile.TemporaryFile("w+") as err:
-        env.update(PYTHONPATH=str(checkout), NUMBA_CACHE_DIR=cache)
-        cpu0, t0 = child_cpu(), time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", STREAM_CHILD, variant, str(STREAM_ROWS)], env=env,
-                                cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True)
-        marks = {}
-        for line in proc.stdout:
-            if line.startswith(("PREDICTED", "DONE")):
-                marks[" ".join(line.split()[:2]) if line.startswith("PREDICTED") else "DONE"] = time.perf_counter() - t0
-        code = proc.wait()
-        if code != 0:
-            err.seek(0)
-            raise RuntimeError(f"stream {variant} in {checkout} exited {code}:\n{err.read()[-4000:]}")
-    return {"first_prediction_s": marks["PREDICTED 0"], "first_learnt_prediction_s": marks["PREDICTED 1"],
-            "total_s": marks["DONE"], "cpu_s": child_cpu() - cpu0}
-
-
-def main_stream(args, sides):
-    """``--stream``: default against warmup-first, back to back, per checkout and round."""
-    rows, runs = [], []
-    t_start = time.perf_counter()
-    for rnd in range(args.repeat):
-        for side, checkout in sides.items():
-            got = {}
-            for variant in ("default", "warmup"):
-                got[variant] = run_stream(checkout, variant)
-                runs.append({"round": rnd, "side": side, "variant": variant, **got[variant]})
-                print(f"round {rnd} {side} {variant:8s}: first prediction {got[variant]['first_prediction_s']:6.2f} s, "
-                      f"after one row {got[variant]['first_learnt_prediction_s']:6.2f} s, "
-                      f"total {got[variant]['total_s']:6.2f} s (cpu {got[variant]['cpu_s']:6.2f})", flush=True)
-            rows.append({"round": rnd, "side": side,
-                         **{f"{v}_{k}": got[v][k] for v in got for k in ("first_prediction_s", "first_learnt_prediction_s", "total_s")},
-                         "default/warmup total": got["default"]["total_s"] / got["warmup"]["total_s"]})
-    load = os.getloadavg()
-    notes = (f"A = `{sides['A']}` ({git_head(sides['A'])}), B = `{sides['B']}` ({git_head(sides['B'])}); "
-             f"{STREAM_ROWS} RandomRBF rows, ProximalMKLClassifier(budget=300), empty cache per run; load "
-             f"average at the end {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f} on {os.cpu_count()} cores; whole "
-             f"run {time.perf_counter() - t_start:.0f} s.\n\n" + __doc__.split("\n\n")[5])
-    write_report(args.out or "coldstart_stream", rows, title="Cold first run of a stream: compiled on first use "
-                 "against compiling first", notes=notes, extra={"runs": runs, "rows_per_run": STREAM_ROWS})
-
-
 def measure(checkout: Path, what: str, warm: bool) -> tuple[dict, dict | None]:
     """A cold run in a new empty cache, and (``warm``) a second run on the cache it wrote."""
     with tempfile.TemporaryDirectory(prefix="coldstart_nc_") as cache:
@@ -222,16 +155,16 @@ def git_head(checkout: Path) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--a", type=Path, default=Path("/work/wt-base"), help="the 'before' checkout")
-    ap.add_argument("--b", type=Path, default=HERE, help="the 'after' checkout")
+    ap.add_argument("--a", type=Path, default=None, help="another checkout to measure alike, as A (optional)")
+    ap.add_argument("--b", type=Path, default=HERE, help="the checkout measured as B (default: this one)")
     ap.add_argument("--quick", action="store_true", help="pipeline rows and one other learner only")
     ap.add_argument("--repeat", type=int, default=1, help="runs per row (fastest reported)")
-    ap.add_argument("--out", default=None, help="report name (default coldstart / coldstart_quick)")
-    ap.add_argument("--stream", action="store_true", help="the 4,000-row RandomRBF stream, default against warmup")
     args = ap.parse_args(argv)
-    sides = {"A": args.a.resolve(), "B": args.b.resolve()}
-    if args.stream:
-        return main_stream(args, sides)
+    for opt in ("a", "b"):
+        path = getattr(args, opt)
+        if path is not None and not (path / "onlinemkl" / "__init__.py").is_file():
+            ap.error(f"--{opt} {path}: not a checkout of onlinemkl (no onlinemkl/__init__.py in it)")
+    sides = ({"A": args.a.resolve()} if args.a else {}) | {"B": args.b.resolve()}
     jobs = [("pipeline", True)] + [(w, False) for w in (LEARNERS[:1] if args.quick else LEARNERS)]
     if not args.quick:
         jobs.append(("demo", True))
@@ -253,25 +186,23 @@ def main(argv=None):
     for name in order:
         best = {s: min(runs[name][s], key=lambda r: r["wall_s"]) for s in sides}
         target = TARGETS.get(name, 10.0)
-        rows.append({
-            "row": name,
-            "A_s": best["A"]["wall_s"], "B_s": best["B"]["wall_s"],
-            "B/A": best["B"]["wall_s"] / best["A"]["wall_s"],
-            "target_s": target, "B_meets": best["B"]["wall_s"] <= target,
-            "A_exit_s": best["A"]["exit_s"], "B_exit_s": best["B"]["exit_s"],
-            "A_cpu_s": best["A"]["cpu_s"], "B_cpu_s": best["B"]["cpu_s"],
-            "B/A_cpu": best["B"]["cpu_s"] / best["A"]["cpu_s"],
-        })
+        b, a = best["B"], best.get("A")
+        row = {"row": name, "B_s": b["wall_s"], "target_s": target, "B_meets": b["wall_s"] <= target,
+               "B_exit_s": b["exit_s"], "B_cpu_s": b["cpu_s"]}
+        if a is not None:
+            row.update({"A_s": a["wall_s"], "B/A": b["wall_s"] / a["wall_s"], "A_exit_s": a["exit_s"],
+                        "A_cpu_s": a["cpu_s"], "B/A_cpu": b["cpu_s"] / a["cpu_s"]})
+        rows.append(row)
     load = os.getloadavg()
-    notes = (f"A = `{sides['A']}` ({git_head(sides['A'])}), B = `{sides['B']}` ({git_head(sides['B'])}); "
+    notes = (", ".join(f"{side} = `{path}` ({git_head(path)})" for side, path in sides.items()) + "; "
              f"repeat {args.repeat}, fastest wall time shown with its CPU time; load average at the end "
              f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f} on {os.cpu_count()} cores; whole run "
-             f"{time.perf_counter() - t_start:.0f} s.\n\n" + __doc__.split("\n\n")[2] + "\n\n"
+             f"{time.perf_counter() - t_start:.0f} s.\n\n" + __doc__.split("\n\n")[1] + "\n\n"
              + __doc__.split("\n\n")[3])
-    write_report(args.out or ("coldstart_quick" if args.quick else "coldstart"), rows,
-                 title="Cold start: A (before) against B (after)", notes=notes,
-                 extra={"a": str(sides["A"]), "b": str(sides["B"]), "a_head": git_head(sides["A"]),
-                        "b_head": git_head(sides["B"]), "repeat": args.repeat, "runs": runs})
+    write_report("coldstart", rows, title="Cold start: seconds to the first answer on an empty compile cache",
+                 notes=notes, quick=args.quick,
+                 extra={"a": str(sides.get("A")), "b": str(sides["B"]), "a_head": git_head(sides["A"]) if "A" in sides
+                        else None, "b_head": git_head(sides["B"]), "repeat": args.repeat, "runs": runs})
 
 
 if __name__ == "__main__":

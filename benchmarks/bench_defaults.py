@@ -1,10 +1,21 @@
-"""How good are onlinemkl's *default* learners on data nobody tuned them for?
+"""Defaults against a batch SVC on held-out data: what does a user lose by not tuning anything?
 
-A user who installs onlinemkl will mostly run ``StandardScaler() | OBSCUREClassifier()`` (or
-``ProximalMKLClassifier()``) with no parameters.  This benchmark asks what that user loses or
-gains against what they would pick instead, over a wide spread of offline data sets (real,
-small tabular, and generated ones with known quirks: irrelevant features, class imbalance,
-many features and few rows, many classes), with the same configuration everywhere.
+The question: a user who installs onlinemkl runs ``StandardScaler() | OBSCUREClassifier()`` (or
+``ProximalMKLClassifier()``, or ``ProximalMKLRegressor()`` for regression) with no parameters,
+one pass over the stream.  How close does that come, on held-out data, to a batch kernel machine
+fitted on all the training data (scikit-learn's ``SVC``; a tuned RBF ``KernelRidge`` for
+regression), and how does it compare with the river model a user would otherwise pick?  Over
+a wide spread of offline data sets (real, small tabular, and generated ones with known quirks:
+irrelevant features, class imbalance, many features and few rows, many classes; for
+regression heavy target scales, categorical inputs and a concept drift), with the same
+configuration everywhere.
+
+How to read the report: ``Summary per candidate`` first.  ``mean_heldout_vs_svc`` (held-out
+accuracy over the mean-kernel SVC's; 1.0 = as good as the batch SVC) and, for regression,
+``mean_heldout_vs_krr`` (held-out MAE over the tuned KRR's; 1.0 = as good, above 1 = worse)
+answer the question; ``preq_vs_river`` / ``preq_mae_vs_river`` and ``speed_vs_river`` set the
+default against river's best model on the same data set (picked with hindsight).  The tables
+after it give every data set.
 
 What is measured
     Every data set is a stream of ``(x_dict, y)``.  The first 70% is the train part: every
@@ -14,8 +25,8 @@ What is measured
     where the pipeline has it).
 
     Candidates (``CANDIDATES``; all behind ``river.preprocessing.StandardScaler() |``):
-    ``OBSCURE default`` and ``ProximalMKL default`` (no parameters), ``OBSCURE narrow``
-    (RBF at gamma = {1, 3, 10, 30}/d + normalised linear) and ``OBSCURE budget500``.
+    ``OBSCURE default`` and ``ProximalMKL default`` (no parameters), and both with
+    ``budget=500`` (``OBSCURE budget500``, ``ProximalMKL budget500``).
 
     river reference: river's models with their own defaults, as ``bench_peers.py`` builds
     them (StandardScaler | LR, one-vs-rest for multiclass; StandardScaler | RBFSampler | LR;
@@ -36,11 +47,7 @@ What is measured
     ``onlinemkl.OBSCUREClassifier(random_state=0)`` and ``ProximalMKLClassifier(random_state=0)``,
     defaults, fitted on the same standardised train arrays as the SVCs; held-out accuracy, and
     over the mean-kernel SVC's (``obscure_fit_vs_svc``).  Its time against the SVC is
-    ``bench_fit_svc.py``'s (issue 16, goal 4); here no fit is timed.
-
-    How the defaults moved: per data set, the defaults' prequential and held-out accuracy in
-    this run against ``results/defaults_start.json`` (``--start``), this benchmark's first run
-    (commit 140bcb9, the defaults when issue 16's work began: no replay).
+    ``bench_fit_svc.py``'s; here no fit is timed.
 
     Ratios per data set and candidate: ``preq_vs_river`` = candidate prequential accuracy
     minus river best's (a difference, in accuracy points / 100); ``speed_vs_river`` =
@@ -61,24 +68,28 @@ Data: river's Phishing, Bananas, ImageSegments (bundled order) and Shuttle (firs
 rows, bundled order); scikit-learn's digits, wine, breast_cancer, iris (shuffled once, seed
 0); generated with fixed seeds, 2,000 rows each unless said: see ``DATASETS``.  Add a data set
 by adding a function returning a list of ``(x_dict, y)`` to ``DATASETS``.  No downloads.
-``--quick`` runs 3 small data sets (Phishing, wine, moons+8noise) capped at 600 rows.
-Run times on the shared 2-core machine: full ~4 minutes with a warm Numba cache; ``--quick``
-~10 s warm, ~70 s with a cold cache (compilation).
+The regression half (data, river regressors, the KRR reference) is described in
+``_defaults_regression.py``.
+
+``--quick`` runs 3 small data sets per task (Phishing, wine, moons+8noise; TrumpApproval,
+diabetes, friedman1) capped at 600 rows.  Run time on an idle 2-core machine: full about
+5 minutes with a warm Numba cache (classification ~2.5, regression ~2; 28 minutes when other
+jobs kept the load at 10); ``--quick`` under a minute warm, about 2 minutes with a cold cache.
 
 Usage::
 
-    PYTHONPATH=. NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_defaults.py            # -> results/defaults.{md,json}
-    PYTHONPATH=. NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_defaults.py --quick    # -> results/defaults_quick.*
-    python benchmarks/bench_defaults.py --candidates "OBSCURE default" --datasets wine,iris --name scratch
-    python benchmarks/bench_defaults.py --candidates "OBSCURE default" \\
-        --extra 'OBSCURE C10=OBSCUREClassifier(C=10.0)' --name try_C10
+    python benchmarks/bench_defaults.py            # -> benchmarks/results/defaults.{json,md}
+    python benchmarks/bench_defaults.py --quick    # -> benchmarks/results/defaults.quick.{json,md}
+    python benchmarks/bench_defaults.py --task classification --datasets wine,iris \\
+        --extra 'OBSCURE C10=OBSCUREClassifier(C=10.0)'
 
-``--extra 'name=expression'`` (repeatable; split at the FIRST ``=``, so a name may not
-contain ``=``) adds a candidate: the expression is
-evaluated (once per run of the candidate) with ``onlinemkl``, ``onlinemkl.river`` (as
-``omr``), ``onlinemkl.kernels`` (as ``kernels``) and every public name of the last two in
-scope, must return an onlinemkl river classifier, and is put behind a StandardScaler.  Extra
-candidates always run; use ``--name`` so as not to overwrite the committed report.
+``--task``, ``--datasets``, ``--candidates``, ``--extra`` and ``--cap`` make a partial run, which
+is written like a quick one (``defaults.quick.*``), never over the full result.  ``--extra
+'name=expression'`` (repeatable; split at the FIRST ``=``, so a name may not contain ``=``; needs
+``--task``) adds a candidate: the expression is evaluated with ``onlinemkl``,
+``onlinemkl.river`` (as ``omr``), ``onlinemkl.kernels`` (as ``kernels``) and every public name of
+the last two in scope, must return an onlinemkl river classifier (regressor with ``--task
+regression``), and is put behind a StandardScaler.
 """
 
 from __future__ import annotations
@@ -191,13 +202,6 @@ def _scaled(make_clf):
     return make
 
 
-def _narrow_kernels():
-    from onlinemkl.kernels import RBF, Linear
-
-    return (RBF(gamma_scale=1), RBF(gamma_scale=3), RBF(gamma_scale=10), RBF(gamma_scale=30),
-            Linear(normalize=True))
-
-
 def _obscure(**kw):
     from onlinemkl.river import OBSCUREClassifier
 
@@ -210,14 +214,10 @@ def _proximal(**kw):
     return lambda: ProximalMKLClassifier(**kw)
 
 
-#: The defaults, the defaults before replay (``replay=0``: how the defaults moved), the narrow
-#: kernel ladder that wins on river's own streams, and a budget.
+#: The defaults, and the defaults under a budget of 500 stored examples.
 CANDIDATES = {
     "OBSCURE default": _scaled(lambda: _obscure()()),
     "ProximalMKL default": _scaled(lambda: _proximal()()),
-    "OBSCURE replay=0": _scaled(lambda: _obscure(replay=0)()),
-    "ProximalMKL replay=0": _scaled(lambda: _proximal(replay=0)()),
-    "OBSCURE narrow": _scaled(lambda: _obscure(kernels=_narrow_kernels())()),
     "OBSCURE budget500": _scaled(lambda: _obscure(budget=500)()),
     "ProximalMKL budget500": _scaled(lambda: _proximal(budget=500)()),
 }
@@ -330,32 +330,6 @@ def run_fits(train, test, classes):
                               ("proximal_fit_heldout", ProximalMKLClassifier))}
 
 
-def moved_since(rows, start_path):
-    """The defaults' accuracies in ``rows`` against the same candidates and data sets in the JSON
-    report ``start_path`` (``[]`` when it is missing)."""
-    import json
-
-    path = Path(start_path)
-    if not path.exists():
-        return []
-    then = {(r["dataset"], r["candidate"]): r for r in json.loads(path.read_text())["rows"]}
-    out = []
-    for r in rows:
-        t = then.get((r["dataset"], r["candidate"]))
-        if t is None or not r["candidate"].endswith("default"):
-            continue
-        out.append({"dataset": r["dataset"], "candidate": r["candidate"], "preq_then": t["preq_acc"],
-                    "preq_now": r["preq_acc"], "preq_vs_river_then": t["preq_vs_river"],
-                    "preq_vs_river_now": r["preq_vs_river"], "heldout_then": t["heldout_acc"],
-                    "heldout_now": r["heldout_acc"], "heldout_vs_svc_then": t["heldout_vs_svc"],
-                    "heldout_vs_svc_now": r["heldout_vs_svc"]})
-    for cand in dict.fromkeys(r["candidate"] for r in out):  # a mean row per candidate
-        rs = [r for r in out if r["candidate"] == cand]
-        out.append({"dataset": f"mean of {len(rs)}", "candidate": cand,
-                    **{k: float(np.mean([r[k] for r in rs])) for k in rs[0] if k not in ("dataset", "candidate")}})
-    return out
-
-
 def run_svcs(train, test, classes):
     """Held-out accuracy of SVC() and of SVC on the mean of the default kernels' Gram matrices."""
     from sklearn.svm import SVC
@@ -382,27 +356,13 @@ def run_svcs(train, test, classes):
 
 # -- main ----------------------------------------------------------------------------------------
 
-def selection_parser(doc, quick_datasets, quick_cap, what, report):
-    """The command line both defaults benchmarks share (``what``: the kind of river model)."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"{len(quick_datasets)} small data sets capped at {quick_cap} rows")
-    ap.add_argument("--datasets", default=None, help="comma-separated names from DATASETS")
-    ap.add_argument("--candidates", default=None, help="comma-separated names from CANDIDATES (default: all)")
-    ap.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR",
-                    help=f"an extra candidate: NAME=python expression returning an onlinemkl river {what}")
-    ap.add_argument("--cap", type=int, default=None, help="cap every data set at this many rows")
-    ap.add_argument("--name", default=None, help=f"report name (default {report} / {report}_quick)")
-    return ap
-
-
-def selection(args, registry, datasets, quick_datasets, quick_cap):
-    """``(candidates, data set names, row cap)`` from :func:`selection_parser`'s arguments."""
+def selection(args, task, registry, datasets, quick_datasets, quick_cap):
+    """``(candidates, data set names, row cap)`` of ``task`` from the command line's arguments."""
     if args.candidates:
         wanted = [c.strip() for c in args.candidates.split(",") if c.strip()]
         unknown = [c for c in wanted if c not in registry]
         if unknown:
-            raise SystemExit(f"unknown candidate(s) {unknown}; choose from {list(registry)}")
+            raise SystemExit(f"--candidates: unknown {task} candidate(s) {unknown}; choose from {list(registry)}")
         candidates = {c: registry[c] for c in wanted}
     else:
         candidates = dict(registry)
@@ -412,7 +372,7 @@ def selection(args, registry, datasets, quick_datasets, quick_cap):
     names = (args.datasets.split(",") if args.datasets else list(quick_datasets if args.quick else datasets))
     unknown = [n for n in names if n not in datasets]
     if unknown:
-        raise SystemExit(f"unknown data set(s) {unknown}; choose from {list(datasets)}")
+        raise SystemExit(f"--datasets: unknown {task} data set(s) {unknown}; choose from {list(datasets)}")
     cap = args.cap if args.cap is not None else (quick_cap if args.quick else None)
     return candidates, names, cap
 
@@ -442,16 +402,6 @@ def race(makers, train, test, run, retime_best, metric, lower_is_better=False):
     return best, res[best], res
 
 
-def start(learners):
-    """``(start time, warm-up seconds)``: the learners compiled (or loaded) before any clock runs."""
-    import onlinemkl
-
-    t_start = time.perf_counter()
-    compile_s = onlinemkl.warmup(learners, progress=False)
-    print(f"warm-up (compile or cache load): {compile_s}", flush=True)
-    return t_start, compile_s
-
-
 def run_candidates(candidates, train, test, run, metric, fmt):
     """Each candidate's warmed, best-of-``REPEAT`` pass, printed: yields ``(label, result)``."""
     for label, make in candidates.items():
@@ -479,15 +429,10 @@ def _worst(rs, key, pick):
     return f"{r[key]:+.3f} ({r['dataset']})" if key == "preq_vs_river" else f"{r[key]:.3f} ({r['dataset']})"
 
 
-def main(argv=None):
-    ap = selection_parser(__doc__, QUICK_DATASETS, QUICK_CAP, "classifier", "defaults")
-    ap.add_argument("--start", default=str(Path(__file__).resolve().parent / "results" / "defaults_start.json"),
-                    help="the report the defaults are compared with (how they moved; skipped with --cap/--quick)")
-    args = ap.parse_args(argv)
-    candidates, names, cap = selection(args, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
-
-    t_start, compile_s = start(["obscure", "proximal"])
-
+def run_classification(candidates, names, cap):
+    """The classification section of the report over the data sets ``names`` (rows capped at
+    ``cap``): ``(markdown, json dict)`` from :func:`defaults_section`."""
+    t_start = time.perf_counter()
     rows, refs, river_all = [], [], []
     with single_thread_blas():
         for dname in names:
@@ -539,46 +484,84 @@ def main(argv=None):
     columns = ["dataset", "candidate", "preq_acc", "heldout_acc", "ex_per_s", "river_best", "river_preq",
                "river_ex_per_s", "svc_rbf_heldout", "svc_meank_heldout", "preq_vs_river", "speed_vs_river",
                "heldout_vs_svc"]
-    write_defaults_report(
-        __doc__, "bench_defaults.py", args, "defaults", cap, total_s, compile_s, candidates,
+    return defaults_section(
+        __doc__, "bench_defaults.py", cap, total_s, candidates,
         method="`river best`: river's most accurate model by prequential accuracy on each data set (picked "
                "with hindsight).  SVC (mean kernel): `SVC(kernel='precomputed')` on the mean of the Gram "
                "matrices of `default_kernels()` from `onlinemkl.kernels.kernel_matrix`.",
         summary_doc="`preq_ge_river_best`: data sets where the candidate's prequential accuracy >= river best's. "
                     "`*_preq_vs_river`: accuracy difference; `*_heldout_vs_svc`: held-out accuracy / SVC (mean "
                     "kernel) held-out accuracy; `*_speed_vs_river`: examples/s / river best's examples/s.",
-        tables=(summary, refs, rows, river_all), columns=columns,
-        title="Default learners vs what a user would pick instead",
-        moved=moved_since(rows, args.start) if cap is None else [])
+        tables=(summary, refs, rows, river_all), columns=columns)
 
 
-def write_defaults_report(doc, script, args, report, cap, total_s, compile_s, candidates, method, summary_doc,
-                          tables, columns, title, moved=()):
-    """The report both defaults benchmarks write: method notes, the summary, the references per data
-    set, how the defaults moved (``moved``, rows of :func:`moved_since`; none: no section), then one
-    row per data set and candidate (``tables``: summary, references, rows, river's runs)."""
+def defaults_section(doc, script, cap, total_s, candidates, method, summary_doc, tables, columns):
+    """One task's section of the report: ``(markdown, json dict)``.  The markdown holds the method
+    notes, the summary per candidate, the references per data set, then one row per data set
+    and candidate (``tables``: summary, references, rows, river's runs)."""
     summary, refs, rows, river_all = tables
-    moved_md = ("\n## How the defaults moved since the start of issue 16\n\nAgainst `defaults_start.json` "
-                "(this benchmark's first run, commit 140bcb9: no replay).  Its river references were "
-                "measured in that run.\n\n" + markdown_table(list(moved))) if moved else ""
-    name = args.name or (f"{report}_quick" if args.quick else report)
-    intro = doc.split("\n\n")[0] + "\n\n" + doc.split("\n\n")[1]
-    notes = (
-        f"{intro}\n\nSee the docstring of `benchmarks/{script}` for the full method.  "
+    md = (
+        f"{doc.split(chr(10) * 2)[1]}\n\n"
         f"Train = first {int(TRAIN_FRACTION * 100)}% (one prequential pass), held-out = last "
-        f"{100 - int(TRAIN_FRACTION * 100)}%.  examples/s: wall time (`perf_counter`) of the prequential pass "
-        f"on a shared 2-core machine (noisy).  {method}"
-        f"{' Rows capped at ' + str(cap) + '.' if cap else ''}  Total run time {total_s:.0f} s.\n\n"
-        f"## Summary per candidate\n\n{summary_doc}\n\n"
+        f"{100 - int(TRAIN_FRACTION * 100)}%.  examples/s: wall time (`perf_counter`) of the prequential pass, "
+        f"best of {REPEAT} (noisy on a shared machine).  {method}"
+        f"{' Rows capped at ' + str(cap) + '.' if cap else ''}  Run time {total_s:.0f} s.  Full method: the "
+        f"docstring of `benchmarks/{script}`.\n\n"
+        f"### Summary per candidate\n\n{summary_doc}\n\n"
         + markdown_table(summary)
-        + "\n## References per data set\n\n" + markdown_table(refs)
-        + moved_md
-        + "\n## Per data set and candidate\n"
+        + "\n### References per data set\n\n" + markdown_table(refs)
+        + "\n### Per data set and candidate\n\n" + markdown_table(rows, columns)
     )
-    write_report(name, rows, columns=columns, title=title, notes=notes,
-                 extra={"summary": summary, "references": refs, "moved": list(moved), "river_all": river_all,
-                        "candidates": list(candidates), "extra_specs": args.extra, "cap": cap,
-                        "total_seconds": total_s, "warmup_seconds": compile_s})
+    data = {"summary": summary, "references": refs, "rows": rows, "river_all": river_all,
+            "candidates": list(candidates), "cap": cap, "total_seconds": total_s}
+    return md, data
+
+
+TASKS = ("classification", "regression")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="3 small data sets per task, capped at 600 rows")
+    ap.add_argument("--task", choices=("both",) + TASKS, default="both", help="which half to run (default both)")
+    ap.add_argument("--datasets", default=None, help="comma-separated names from the task's DATASETS (needs --task)")
+    ap.add_argument("--candidates", default=None,
+                    help="comma-separated names from the task's CANDIDATES (default: all; needs --task)")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=EXPR",
+                    help="an extra candidate: NAME=python expression returning an onlinemkl river model (needs --task)")
+    ap.add_argument("--cap", type=int, default=None, help="cap every data set at this many rows")
+    args = ap.parse_args(argv)
+    for opt in ("datasets", "candidates", "extra"):
+        if getattr(args, opt) and args.task == "both":
+            ap.error(f"--{opt} names one task's data sets or models: add --task classification or --task regression")
+    partial = args.task != "both" or bool(args.datasets or args.candidates or args.extra) or args.cap is not None
+    tasks = TASKS if args.task == "both" else (args.task,)
+
+    import _defaults_regression as reg
+    import onlinemkl
+
+    t0 = time.perf_counter()
+    learners = {"classification": ["obscure", "proximal"], "regression": ["proximal-regressor"]}
+    compile_s = onlinemkl.warmup([w for t in tasks for w in learners[t]], progress=False)
+    print(f"warm-up (compile or cache load): {compile_s}", flush=True)
+    sections, data = [], {}
+    for task in tasks:
+        if task == "classification":
+            sel = selection(args, task, CANDIDATES, DATASETS, QUICK_DATASETS, QUICK_CAP)
+            md, data[task] = run_classification(*sel)
+        else:
+            sel = selection(args, task, reg.CANDIDATES, reg.DATASETS, reg.QUICK_DATASETS, reg.QUICK_CAP)
+            md, data[task] = reg.run(*sel)
+        sections.append(f"## {task.capitalize()}\n\n{md}")
+    warm_s = sum(compile_s.values()) if isinstance(compile_s, dict) else compile_s
+    notes = (f"Each default learner, one prequential pass, against river's best model and a batch kernel "
+             f"machine on held-out data; whole run {time.perf_counter() - t0:.0f} s, of which {warm_s:.0f} s "
+             "compiling or loading the compiled code (not in any timing).\n\n" + "\n".join(sections))
+    write_report("defaults", None, title="Default learners against a batch SVC / KRR and river's best",
+                 notes=notes, quick=args.quick or partial,
+                 extra={**data, "extra_specs": args.extra, "warmup_seconds": compile_s})
+
 
 if __name__ == "__main__":
     main()

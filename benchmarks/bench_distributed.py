@@ -1,4 +1,13 @@
-"""Distributed learning on this machine: 2 Ray workers against one learner, and a grid of 8 on Ray.
+"""Scale-out with Ray: what do 2 workers, and a grid search on Ray, buy over one process?
+
+The question: does ``onlinemkl.distributed.fit_ray`` (2 Ray workers, dynamic averaging) learn a
+stream faster than one learner in one process, at what accuracy and network cost, and does
+``tune_ray`` run a grid faster than ``tune_local``?  Compared against one learner (and
+``tune_local``) in this process on the same examples.  How to read the report: ``speed-up`` is
+the one-process seconds over the row's (2x is the ceiling on 2 free cores; the calibration line
+says what the machine offered), beside the prequential and held-out accuracy and the models and
+megabytes sent; the grid table likewise; the ``--cold`` section (when measured) gives the first
+``fit_ray`` on an empty compile cache over one process that compiles first (target <= 1.3x).
 
 1. A stream of 10^5 examples from river's RandomRBF generator (3 classes, 10 features),
    generated once in this process.  One ProximalMKLClassifier(budget=300) learns it
@@ -27,6 +36,13 @@ the call to its return (``ray.init`` apart, reported beside); the workers' compi
 points compiled, not loaded from the cache) are reported too.
 The result replaces the ``cold`` entry of ``results/distributed.json`` and the matching section
 of ``results/distributed.md`` (a full run keeps the last one).
+
+Run time on a shared 2-core machine: about 10 minutes; ``--quick`` about 3; ``--cold`` about 5.
+
+Usage::
+
+    python benchmarks/bench_distributed.py [--quick]   # -> benchmarks/results/distributed.{json,md} (.quick.*)
+    python benchmarks/bench_distributed.py --cold [--repeat 2]   # the cold section of distributed.*
 """
 
 from __future__ import annotations
@@ -44,7 +60,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, markdown_table, write_report  # noqa: E402
+from _common import RESULTS, machine, markdown_table, report_paths, write_report  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -123,7 +139,8 @@ def cold_markdown(cold) -> str:
              "first example s": r.get("compile_seconds"), "ray.init s": r.get("ray_init_seconds"),
              "compiled here": r["compiled"], "compiled by workers": r.get("workers_compiled"),
              "prequential acc": r["accuracy"]} for r in cold["rows"]]
-    return (f"\n{COLD_TITLE}\n\n{cold['notes']}\n\n" + markdown_table(rows) + "\n")
+    when = f"Measured {cold['date']}.  " if cold.get("date") else ""
+    return (f"\n{COLD_TITLE}\n\n{when}{cold['notes']}\n\n" + markdown_table(rows) + "\n")
 
 
 def attach_cold(cold) -> None:
@@ -178,7 +195,8 @@ def main_cold(repeat, before=None, n=4000, budget=300):
              f"--cold --repeat {repeat}" + (f" --before {before}" if before else "") + "." +
              ("  The 'checkout' rows: the same first fit_ray from that checkout (the code before the "
               "workers loaded what the caller compiled), after the pair's two runs." if before else ""))
-    attach_cold({"rows": rows, "ratios": ratios, "notes": notes, "load_start": load_start, "load_end": load_end})
+    attach_cold({"rows": rows, "ratios": ratios, "notes": notes, "load_start": load_start, "load_end": load_end,
+                 "date": machine()["date"]})
 
 
 def stream(n, offset=0):
@@ -308,17 +326,16 @@ def main(argv=None):
              "first call also starts the 2 actors (a Python process each, importing onlinemkl and loading the "
              "compiled code from the cache); later calls reuse them (keep_workers=True).  A tune_ray call's "
              "first tasks start Ray's worker processes likewise; a second call reuses them.")
-    name = "distributed_quick" if args.quick else "distributed"
-    previous = RESULTS / f"{name}.json"
+    previous = report_paths("distributed", args.quick)[0]
     cold = json.loads(previous.read_text()).get("cold") if previous.exists() else None
-    _, md = write_report(name, rows, title="Distributed learning: 2 Ray workers vs one learner; a grid on Ray",
+    _, md = write_report("distributed", rows, quick=args.quick, title="Distributed learning: 2 Ray workers vs one learner; a grid on Ray",
                          notes=notes, extra={"ray_init_seconds": t_init, "calibration_seconds": [cal_seq, cal_par], "grid": grid_rows, "load_start": load_start,
                                              "load_end": load_end, "grid_tables_equal": same})
     section = (f"\n## Grid of 8 (lam x eta0 x budget), prequential on the first {n_grid} examples\n\n"
                f"The same table both ways: {same}.\n\n" + markdown_table(grid_rows))
     md.write_text(md.read_text() + section)
     print(section)
-    if cold is not None and name == "distributed":
+    if cold is not None and not args.quick:
         attach_cold(cold)  # the last --cold measurement stays in the report
 
 

@@ -1,4 +1,17 @@
-"""onlinemkl against river and scikit-learn peers on river's bundled streams and sklearn digits.
+"""onlinemkl's river learners against river's best learners on river's own streams.
+
+The question: on the streams river ships (and scikit-learn's digits), does an onlinemkl river
+pipeline match the accuracy of river's most accurate learner, and at what speed and memory?
+Classification (Phishing, Bananas, ImageSegments, Shuttle, digits) and regression
+(TrumpApproval, ChickWeights, and river's Friedman, Planes2D and Mv generators).
+
+How to read the report: the ``bar`` tables first, one row per stream: river's most accurate
+learner there (by prequential accuracy, or lowest prequential MAE for regression; picked with
+hindsight), onlinemkl's most accurate configuration, the accuracy (MAE) gap and the throughput
+ratio (``speed_ratio`` > 1: onlinemkl is faster).  The tables after them give every contestant.
+
+Classification
+--------------
 
 For every data set: the stream in its fixed (bundled) order is split into the first 70%
 (train) and the last 30% (held-out test).  Every online contestant makes ONE prequential
@@ -33,11 +46,30 @@ not), and stored examples.  BLAS is limited to one thread (threadpoolctl) throug
 Numba compilation is excluded: each onlinemkl configuration is warmed up on a few examples
 first.
 
-Shuttle is capped at 20,000 examples (of 49,097); ``--quick`` caps every stream at 1,000.
+Shuttle is capped at 20,000 examples (of 49,097).
+
+Regression
+----------
+
+The same split and pass (prequential MAE: mean absolute error of the predictions made before
+learning; held-out MAE on the last 30%).  Streams: river's TrumpApproval and ChickWeights
+(bundled order), and the first 5,000 rows of river's ``synth.Friedman``, ``synth.Planes2D`` and
+``synth.Mv`` (seed 0; Mv's categorical features one-hot encoded).  Contestants: onlinemkl's
+``ProximalMKLRegressor`` (defaults, and ``budget=500``), ``PolyMKLRegressor`` and
+``NonlinearKRRRegressor`` (river faces, defaults), all behind ``StandardScaler``; river's
+``LinearRegression`` and ``KNNRegressor`` (behind ``StandardScaler``),
+``HoeffdingAdaptiveTreeRegressor`` and ``ARFRegressor`` (seed 0), river defaults; and the running
+mean (a baseline, never river's best).  Targets are not scaled.  Throughput in examples per CPU
+second of the prequential pass; no memory pass.
+
+``--quick`` caps every stream at 1,000 examples.  Run time on a shared 2-core machine: the full
+run about 17 minutes (at a load of 4 to 6), ``--quick`` about 3.
 
 Usage::
 
-    NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_peers.py [--quick] [--no-memory]
+    python benchmarks/bench_peers.py                  # -> benchmarks/results/peers.{json,md}
+    python benchmarks/bench_peers.py --quick          # -> benchmarks/results/peers.quick.{json,md}
+    python benchmarks/bench_peers.py --task regression --datasets TrumpApproval   # a partial run (.quick.*)
 """
 
 from __future__ import annotations
@@ -62,6 +94,7 @@ MINIBATCH = 32
 NYSTROEM_COMPONENTS = 100
 TRAIN_FRACTION = 0.7
 CAPS = {"Phishing": None, "Bananas": None, "ImageSegments": None, "Shuttle": 20_000, "digits": None}
+REGRESSION_STREAMS = ("TrumpApproval", "ChickWeights", "Friedman (river)", "Planes2D", "Mv")
 QUICK_CAP = 1_000
 
 
@@ -249,20 +282,78 @@ def peak_memory(fn):
     return (peak - base) / 2**20
 
 
-# -- main ------------------------------------------------------------------------------------
+# -- regression --------------------------------------------------------------------------
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"cap every stream at {QUICK_CAP} examples")
-    ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
-    ap.add_argument("--datasets", default=",".join(CAPS), help="comma-separated subset")
-    args = ap.parse_args(argv)
+def onlinemkl_regressors():
+    from river import preprocessing
+
+    from onlinemkl.river import NonlinearKRRRegressor, PolyMKLRegressor, ProximalMKLRegressor
+
+    return {
+        "ProximalMKLRegressor": lambda: preprocessing.StandardScaler() | ProximalMKLRegressor(),
+        f"ProximalMKLRegressor b={BUDGET}": lambda: preprocessing.StandardScaler() | ProximalMKLRegressor(
+            budget=BUDGET),
+        "PolyMKLRegressor": lambda: preprocessing.StandardScaler() | PolyMKLRegressor(),
+        "NonlinearKRRRegressor": lambda: preprocessing.StandardScaler() | NonlinearKRRRegressor(),
+    }
+
+
+def run_regression(names, quick):
+    """``(rows, bar)`` of the regression streams ``names`` (each capped at :data:`QUICK_CAP` when ``quick``)."""
+    import _defaults_regression as reg
 
     rows, bar = [], []
+    for name in names:
+        data = reg.DATASETS[name]()
+        if quick:
+            data = data[:QUICK_CAP]
+        n_tr = int(round(TRAIN_FRACTION * len(data)))
+        train, test = data[:n_tr], data[n_tr:]
+        print(f"== {name}: {len(data)} examples ({n_tr} train / {len(test)} test), {len(data[0][0])} features",
+              flush=True)
+        omkl = onlinemkl_regressors()
+        for make in omkl.values():  # warm up the compiled code (excluded from timings)
+            m = make()
+            for x, y in train[:50]:
+                m.predict_one(x)
+                m.learn_one(x, y)
+        contestants = ([(k, "onlinemkl", v) for k, v in omkl.items()]
+                       + [(k, "river", v) for k, v in reg.river_models().items()]
+                       + [("running mean (baseline)", "baseline", reg.running_mean)])
+        results = {}
+        for label, family, make in contestants:
+            r = reg.run_online(make, train, test)
+            results[label] = dict(r, family=family)
+            print(f"  {label:28s} preq={r['preq_mae']:.4g} test={r['heldout_mae']:.4g} "
+                  f"{r['cpu_ex_per_s']:.0f} ex/s", flush=True)
+        river_rows = {k: v for k, v in results.items() if v["family"] == "river"}
+        ref_label = min(river_rows, key=lambda k: river_rows[k]["preq_mae"])
+        ref = river_rows[ref_label]
+        for label, r in results.items():
+            rows.append({"dataset": name, "n_train": n_tr, "n_test": len(test), "contestant": label,
+                         "preq_mae": r["preq_mae"], "test_mae": r["heldout_mae"], "ex_per_s": r["cpu_ex_per_s"],
+                         "x_vs_river_best": r["cpu_ex_per_s"] / ref["cpu_ex_per_s"],
+                         "preq_mae_vs_river_best": r["preq_mae"] / ref["preq_mae"]})
+        om = {k: v for k, v in results.items() if v["family"] == "onlinemkl"}
+        best_label = min(om, key=lambda k: (om[k]["preq_mae"], -om[k]["cpu_ex_per_s"]))
+        best = om[best_label]
+        bar.append({"dataset": name, "river_best": ref_label, "river_mae": ref["preq_mae"],
+                    "river_ex_per_s": ref["cpu_ex_per_s"], "onlinemkl_best": best_label, "onlinemkl_mae": best["preq_mae"],
+                    "onlinemkl_ex_per_s": best["cpu_ex_per_s"], "mae_ratio": best["preq_mae"] / ref["preq_mae"],
+                    "speed_ratio": best["cpu_ex_per_s"] / ref["cpu_ex_per_s"],
+                    "bar_met": best["preq_mae"] <= ref["preq_mae"] and best["cpu_ex_per_s"] > ref["cpu_ex_per_s"]})
+    return rows, bar
+
+
+# -- main ------------------------------------------------------------------------------------
+
+def run_classification(names, quick, memory=True):
+    """``(rows, bar)`` of the classification streams ``names``."""
+    rows, bar = [], []
     with single_thread_blas():
-        for name in args.datasets.split(","):
-            cap = QUICK_CAP if args.quick else CAPS[name]
-            if args.quick and CAPS[name] is not None:
+        for name in names:
+            cap = QUICK_CAP if quick else CAPS[name]
+            if quick and CAPS[name] is not None:
                 cap = min(cap, CAPS[name])
             xs, ys = load_stream(name, cap)
             n_tr = int(round(TRAIN_FRACTION * len(xs)))
@@ -282,7 +373,7 @@ def main(argv=None):
             contestants = [(k, "onlinemkl", v) for k, v in omkl.items()] + [(k, "river", v) for k, v in rivm.items()]
             for label, family, make in contestants:
                 r = run_river_like(make, xs_tr, ys_tr, xs_te, ys_te)
-                if not args.no_memory:
+                if memory:
                     r["peak_mib"] = peak_memory(lambda: run_river_like(make, xs_tr, ys_tr, xs_te, ys_te))
                 results[label] = dict(r, family=family)
                 print(f"  {label:28s} preq={r['preq_acc']:.4f} test={r['test_acc']} {r['ex_per_s']:.0f} ex/s",
@@ -290,7 +381,7 @@ def main(argv=None):
             for label, family, fn in (("sklearn Nystroem+SGD", "sklearn", run_nystroem),
                                       ("sklearn SVC (batch, reference)", "sklearn", run_svc)):
                 r = fn(xs_tr, ys_tr, xs_te, ys_te, classes)
-                if not args.no_memory:
+                if memory:
                     r["peak_mib"] = peak_memory(lambda: fn(xs_tr, ys_tr, xs_te, ys_te, classes))
                 results[label] = dict(r, family=family)
                 print(f"  {label:28s} preq={r['preq_acc']} test={r['test_acc']} {r['ex_per_s']:.0f} ex/s", flush=True)
@@ -319,15 +410,59 @@ def main(argv=None):
                 "configs_meeting_bar": ", ".join(any_pass) or "none",
             })
 
-    name = "peers_quick" if args.quick else "peers"
-    notes = (__doc__.split("\n\n")[1] + "\n\n"
-             f"Budget {BUDGET}; kNN window {KNN_WINDOW}; held-out = last {100 - int(TRAIN_FRACTION * 100)}% of "
-             "the stream in its bundled order.  `x_vs_river_best`: examples/s over that of river's most accurate "
-             "(prequential) contestant on the same data set.\n\n## The bar (river streams; digits for reference)\n\n")
+    return rows, bar
+
+
+def report_notes(parts: dict) -> str:
+    """The report's text and tables for ``parts`` (``{"classification": {"rows", "bar"}, "regression": ...}``,
+    either or both)."""
     from _common import markdown_table
 
-    notes += markdown_table(bar) + "\n## All contestants\n"
-    write_report(name, rows, title="onlinemkl vs river and scikit-learn peers", notes=notes, extra={"bar": bar})
+    notes = ("Train = first 70% of each stream in its bundled order (one prequential pass: predict, then learn), "
+             "held-out = the last 30%.  Full method: the docstring of `benchmarks/bench_peers.py`.\n\n")
+    if "classification" in parts:
+        rows, bar = parts["classification"]["rows"], parts["classification"]["bar"]
+        notes += ("## Classification: the bar\n\n"
+                  f"Budget {BUDGET}; kNN window {KNN_WINDOW}.  `speed_ratio`, `x_vs_river_best`: examples per CPU "
+                  "second over those of river's most accurate (prequential) contestant on the same stream; "
+                  "`bar_met`: onlinemkl's best is at least as accurate and faster.  digits is a reference, "
+                  "not a river stream.\n\n" + markdown_table(bar)
+                  + "\n## Classification: all contestants\n\n" + markdown_table(rows))
+    if "regression" in parts:
+        rows, bar = parts["regression"]["rows"], parts["regression"]["bar"]
+        notes += ("\n## Regression: the bar\n\n"
+                  "`mae_ratio`: onlinemkl's best prequential MAE over river best's (<= 1: as accurate or better); "
+                  "`speed_ratio`: examples per CPU second over river best's; `bar_met`: MAE ratio <= 1 and "
+                  "faster.\n\n" + markdown_table(bar)
+                  + "\n## Regression: all contestants\n\n" + markdown_table(rows))
+    return notes
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"cap every stream at {QUICK_CAP} examples")
+    ap.add_argument("--task", choices=("both", "classification", "regression"), default="both",
+                    help="which half to run (default both; one half is a partial run)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass (a partial run)")
+    ap.add_argument("--datasets", default=None,
+                    help="comma-separated subset (a partial run) of: " + ", ".join([*CAPS, *REGRESSION_STREAMS]))
+    args = ap.parse_args(argv)
+    wanted = args.datasets.split(",") if args.datasets else [*CAPS, *REGRESSION_STREAMS]
+    unknown = [n for n in wanted if n not in CAPS and n not in REGRESSION_STREAMS]
+    if unknown:
+        ap.error(f"--datasets: unknown stream(s) {unknown}; choose from {[*CAPS, *REGRESSION_STREAMS]}")
+    partial = args.task != "both" or args.no_memory or args.datasets is not None
+    extra = {}
+    if args.task in ("both", "classification"):
+        rows, bar = run_classification([n for n in wanted if n in CAPS], args.quick, memory=not args.no_memory)
+        extra["classification"] = {"rows": rows, "bar": bar}
+    if args.task in ("both", "regression"):
+        with single_thread_blas():
+            rows, bar = run_regression([n for n in wanted if n in REGRESSION_STREAMS], args.quick)
+        extra["regression"] = {"rows": rows, "bar": bar}
+    notes = report_notes(extra)
+    write_report("peers", None, title="onlinemkl against river's best learners on river's streams", notes=notes,
+                 extra=extra, quick=args.quick or partial)
 
 
 if __name__ == "__main__":

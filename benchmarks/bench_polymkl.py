@@ -1,4 +1,12 @@
-"""Polynomial-kernel MKL, Afkanpour et al. (2013) section 5.2 (synthetic) and 5.1 (convergence).
+"""Polynomial-kernel MKL, Afkanpour et al. (2013) section 5.2: does PolyMKLRegressor learn sparse polynomials?
+
+The question: on the paper's synthetic data (a target that is a sum of a few monomials), how close
+does :class:`onlinemkl.PolyMKLRegressor` come to the target as the input dimension ``r`` grows,
+against the paper's other methods (uniform coordinate descent, Cortes et al.'s non-linear
+combination, the uniform cubic kernel, a tuned RBF kernel ridge and a Lasso over every monomial)?
+How to read the report: one row per ``r``; each method's test MSE relative to the test variance
+(``*_mse``: 0 = exact, 1.0 = predicting the mean; lower is better) and training seconds
+(``*_s``); ``active`` is the default solver.
 
 Section 5.2: inputs uniform on [-1, 1]^r, target = equal-weight sum of 10 monomials of degree
 1..3 drawn uniformly among all such monomials (noise free, standardised), 500 training, 1000
@@ -17,11 +25,16 @@ validation and 1000 test points, five seeds of the data.  Methods:
 The table reports the test MSE (relative to the test variance, 1.0 = predicting the mean) and
 the training time (single-threaded BLAS, Numba compiled beforehand), means over the seeds.
 
-Section 5.1: the objective ``J(theta)`` against time for the stochastic solver and UCD, saved as
-``results/bench_polymkl_convergence.png``.
+Section 5.1: the objective ``J(theta)`` reached by the stochastic solver and UCD (final value,
+time, iterations in the notes and the JSON); ``--plot FILE`` also draws it against time.
 
-Run ``python benchmarks/bench_polymkl.py`` (a quarter of an hour on 2 cores) or ``--quick`` (r = 5, 10,
-20, two seeds, fewer iterations).
+Run time on a shared 2-core machine: about a quarter of an hour; ``--quick`` (r = 5, 10, 20, two
+seeds, fewer iterations) about 2 minutes.
+
+Usage::
+
+    python benchmarks/bench_polymkl.py [--quick] [--plot convergence.png]
+    # -> benchmarks/results/polymkl.{json,md} (.quick.* with --quick)
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, single_thread_blas, write_report  # noqa: E402
+from _common import single_thread_blas, write_report  # noqa: E402
 
 from onlinemkl import NonlinearKRRRegressor, PolyMKLRegressor  # noqa: E402
 
@@ -133,19 +146,28 @@ def run_synthetic(rs, seeds, lasso_max_r, skip=()):
     return rows
 
 
-def run_convergence(r, n_iter, lam=1e-4, seed=0):
-    """Objective vs time of the stochastic solver and UCD on one synthetic data set (last iterate)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def run_convergence(r, n_iter, lam=1e-4, seed=0, plot=None):
+    """Objective vs time of the stochastic solver and UCD on one synthetic data set (last iterate);
+    drawn into the image file ``plot`` when given."""
     train, _, _, _ = synthetic(r, seed + 1000)
     curves = {}
     for solver in ("stochastic", "ucd"):
         m = PolyMKLRegressor(degree=3, lam=lam, n_iter=n_iter, solver=solver, iterate="last",
                              random_state=seed).fit(*train)
         curves[solver] = (np.asarray(m._engine.history_t), m.objective_)
+    if plot:
+        draw_convergence(curves, r, lam, Path(plot))
+    return {s: {"final_objective": float(J[-1]), "seconds": float(t[-1]), "iterations": int(len(J))}
+            for s, (t, J) in curves.items()}
+
+
+def draw_convergence(curves, r, lam, path):
+    """The objective against training time per solver (matplotlib), saved to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 4))
     for solver, (t, J) in curves.items():
         ax.plot(t, J, label=solver)
@@ -154,19 +176,16 @@ def run_convergence(r, n_iter, lam=1e-4, seed=0):
     ax.set_yscale("log")
     ax.set_title(f"Convergence, synthetic r={r}, D=3, n=500, lam={lam:g}")
     ax.legend()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "bench_polymkl_convergence.png"
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     print(f"wrote {path}")
-    return {s: {"final_objective": float(J[-1]), "seconds": float(t[-1]), "iterations": int(len(J))}
-            for s, (t, J) in curves.items()}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="r in (5, 10, 20), 2 seeds, Lasso up to r = 20")
     ap.add_argument("--lasso-max-r", type=int, default=100, help="largest r for the explicit-monomial Lasso")
+    ap.add_argument("--plot", metavar="FILE", default=None, help="also draw the convergence curves into this image")
     args = ap.parse_args(argv)
     rs = (5, 10, 20) if args.quick else (5, 10, 20, 40, 70, 100)
     seeds = range(2) if args.quick else range(5)
@@ -179,7 +198,7 @@ def main(argv=None):
     NonlinearKRRRegressor(degree=2, max_iter=2).fit(*warm)
     with single_thread_blas():
         rows = run_synthetic(rs, seeds, lasso_max_r)
-        conv = run_convergence(20, n_iter)
+        conv = run_convergence(20, n_iter, plot=args.plot)
     cols = ["r", "n_kernels"] + [f"{m}_{k}" for m in ("active", "stoch", "ucd", "cortes2", "cortes3", "uniform3",
                                                       "rbf", "lasso") for k in ("mse", "s")] + ["active_mse_max"]
     notes = (f"Test MSE relative to the test variance (1.0 = predicting the mean) and training seconds, mean over "
@@ -190,8 +209,8 @@ def main(argv=None):
              f"set; lasso: LassoCV (5 folds) over the explicit monomials of degree 1..3 (up to r = {lasso_max_r}). "
              f"active_mse_max: the worst seed. n_kernels = C(r+1+3, 3) product kernels (with the constant). "
              f"Single-threaded BLAS. Convergence (section 5.1, r=20, lam=1e-4, last iterate, {n_iter} "
-             f"iterations): {conv}. The table before this solver and lam='auto': bench_polymkl_before.md.")
-    write_report("bench_polymkl_quick" if args.quick else "bench_polymkl", rows, columns=cols,
+             f"iterations): {conv}.")
+    write_report("polymkl", rows, columns=cols, quick=args.quick,
                  title="Polynomial-kernel MKL, Afkanpour et al. section 5.2 synthetic", notes=notes,
                  extra={"convergence": conv, "n_iter": n_iter, "lams": LAMS, "seeds": list(seeds)})
 

@@ -1,4 +1,13 @@
-"""Batch prediction vs the per-example loop, and the serial/parallel kernel-row threshold.
+"""Prediction throughput: how many examples per second does a trained model score?
+
+The question: how fast does a model holding ``10^4`` stored examples predict, one example at a
+time (``predict_one``) and in batches (``predict_many`` / ``decision_function``), and from how
+many stored examples does the multi-threaded kernel pass pay off?  Compared against the
+per-example compiled loop (for the batch path) and the serial pass (for the threaded one).
+How to read the report: ``Batch vs per-example`` gives microseconds per example both ways and
+the speed-up (target >= 5x); ``Serial vs parallel kernel row`` gives, per ``n`` stored rows and
+``d`` features, the serial over parallel time (> 1: threads win); the crossover line under the
+title says where the library's ``PARALLEL_MIN_ROWS`` sits against it.
 
 1. ``batch``: an OBSCURE engine holding ``n = 10^4`` stored examples (5 default kernels,
    3 classes) scores ``Q`` queries (a) one at a time through the compiled per-example pass
@@ -18,9 +27,11 @@
 
 Single-thread BLAS for (1); Numba threads = all cores for (2).
 
+Run time on a shared 2-core machine: about 5 minutes; ``--quick`` about 1.
+
 Usage::
 
-    NUMBA_CACHE_DIR=/tmp/nc python benchmarks/bench_predict.py [--quick]
+    python benchmarks/bench_predict.py [--quick]   # -> benchmarks/results/predict.{json,md} (.quick.* with --quick)
 """
 
 from __future__ import annotations
@@ -158,14 +169,13 @@ def main(argv=None):
     prows = parallel_rows(ns, (16, 128), repeat)
     cross = {"row_med": crossover(prows, "row_speedup_med"), "learn_med": crossover(prows, "learn_speedup_med"),
              "learn_min": crossover(prows, "learn_speedup_min")}
-    notes = (__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2] + "\n\n"
+    notes = (__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2] + "\n\n" + __doc__.split("\n\n")[3] + "\n\n"
              f"Library threshold now: PARALLEL_MIN_ROWS = {_config.PARALLEL_MIN_ROWS}.  Measured crossovers "
              f"(smallest n from which parallel wins at every larger n; None = serial wins at the largest n): {cross}.\n\n"
              "## Batch vs per-example (n = 10^4 stored examples)\n\n" + markdown_table(brows)
              + "\n## Serial vs parallel kernel row\n")
-    write_report("predict_parallel_quick" if args.quick else "predict_parallel", prows,
-                 title="Batch prediction and the parallel threshold", notes=notes,
-                 extra={"batch": brows, "crossover": cross})
+    write_report("predict", prows, title="Prediction throughput: batch against per-example, serial against parallel",
+                 notes=notes, extra={"batch": brows, "crossover": cross}, quick=args.quick)
 
 
 if __name__ == "__main__":

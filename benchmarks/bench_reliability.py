@@ -1,22 +1,38 @@
-"""What the reliability guards cost on the hot path (docs/reliability.md).
+"""The cost of the reliability guards: what do the lock, ``Guard`` and the server's feature check add?
 
-* ``lock``: river ``learn_one`` / ``predict_one`` with the model lock (what users get) against
-  the same method unwrapped (``__wrapped__``: no lock), on one model in one run, blocks of
-  examples alternated so both see the same buffer and the same machine load.  The buffer is
-  held at its budget, so every example costs the same.
-* ``guards``: the same for the value guard of ``FeatureMap.encode`` (|x| <= MAX_ABS_VALUE and
-  the ``max_features`` cap) against a copy of the encoder without them.
+The question: onlinemkl guards its users by default (RELIABILITY.md): every river method takes
+the model's lock, ``onlinemkl.river.Guard`` can check every example at the head of a pipeline,
+and the server checks each request's feature names against those the model learnt.  What does
+each cost per example?  Each is compared against the same work without it, in the same run,
+alternated so both see the same machine load:
 
-* ``attacks`` (``--attacks [--before PATH]``): each attack of issue 18's points 1, 2, 3 and 6 in
-  a fresh interpreter over this checkout, and over the checkout at ``PATH`` (e.g. the main
-  branch) for the "before" column: what happened (crash, rows lost), memory and time.
+* ``model lock``: river ``learn_one`` / ``predict_one`` with the model lock (what users get)
+  against the same method's ``__wrapped__`` body on the same model (no lock).  The buffer is
+  held at its budget, so every example costs the same;
+* ``river Guard``: one prequential pass (``predict_proba_one`` then ``learn_one``) over river's
+  Phishing stream through ``StandardScaler() | OBSCUREClassifier(budget=200)``, with and without
+  ``Guard()`` in front (CPU seconds); ``alone_us`` is the Guard's own checks per example;
+* ``feature check``: prediction requests (JSON lines) through ``ModelServer.handle_line`` (parse,
+  check, predict, reply; no socket) with the check on (the default) and off
+  (``--allow-feature-mismatch``), a ``StandardScaler | OBSCUREClassifier(budget=500)`` that
+  learnt 2000 examples of ``d`` features; ``alone_us`` is ``FeatureCheck.message`` alone.
 
-Run: ``python benchmarks/bench_reliability.py`` (``--quick`` for a smoke run);
-``python benchmarks/bench_reliability.py --attacks --before /path/to/main``.
+How to read the report: ``with_us`` / ``without_us`` are microseconds per call, best of the
+alternated blocks; ``ratio`` = with / without (1.0 = free).  On a shared machine a ratio moves
+between runs by more than a cheap guard costs; ``alone_us`` is then the better measure.
+
+The cost of hostile input itself (zip bombs, floods, oversized lines) is ``bench_abuse.py``'s.
+
+Run time on a shared 2-core machine: about 2 minutes; ``--quick`` about 30 seconds.
+
+Usage::
+
+    python benchmarks/bench_reliability.py [--quick]   # -> benchmarks/results/reliability.{json,md} (.quick.*)
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_report  # noqa: E402
+from _common import quick_args, time_per_call, write_report  # noqa: E402
 
 
 def stream(n, d, seed=0):
@@ -50,6 +66,8 @@ def alternate(fn_a, fn_b, rows, block, rounds):
 
 
 def bench_lock(quick):
+    """The model lock: each river method through its public, locked entry against its
+    ``__wrapped__`` body on the same model, blocks alternated."""
     from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier
 
     import timeit
@@ -67,8 +85,8 @@ def bench_lock(quick):
     p, lk = Plain(), Locked()
     t_plain = min(timeit.repeat(lambda: p.call(1, 2), number=n, repeat=7)) / n
     t_lock = min(timeit.repeat(lambda: lk.call(1, 2), number=n, repeat=7)) / n
-    rows = [{"op": "empty method (the lock alone)", "model": "-", "d": 0, "budget": 0, "locked_us": t_lock * 1e6,
-             "unlocked_us": t_plain * 1e6, "ratio": t_lock / t_plain}]
+    rows = [{"guard": "model lock", "case": "an empty method (the lock alone)", "with_us": t_lock * 1e6,
+             "without_us": t_plain * 1e6, "ratio": t_lock / t_plain}]
     block, rounds = (200, 3) if quick else (1000, 9)
     for name, make in (("OBSCUREClassifier", OBSCUREClassifier), ("ProximalMKLClassifier", ProximalMKLClassifier)):
         for d, budget in ((4, 50), (16, 200)):
@@ -79,156 +97,104 @@ def bench_lock(quick):
             raw_learn = type(m).learn_one.__wrapped__
             raw_predict = type(m).predict_one.__wrapped__
             lk, un = alternate(lambda x, y: m.learn_one(x, y), lambda x, y: raw_learn(m, x, y), data, block, rounds)
-            rows.append({"op": "learn_one", "model": name, "d": d, "budget": budget, "locked_us": lk * 1e6,
-                         "unlocked_us": un * 1e6, "ratio": lk / un})
+            rows.append({"guard": "model lock", "case": f"{name}.learn_one, d={d}, budget={budget}",
+                         "with_us": lk * 1e6, "without_us": un * 1e6, "ratio": lk / un})
             lk, un = alternate(lambda x, y: m.predict_one(x), lambda x, y: raw_predict(m, x), data, block, rounds)
-            rows.append({"op": "predict_one", "model": name, "d": d, "budget": budget, "locked_us": lk * 1e6,
-                         "unlocked_us": un * 1e6, "ratio": lk / un})
+            rows.append({"guard": "model lock", "case": f"{name}.predict_one, d={d}, budget={budget}",
+                         "with_us": lk * 1e6, "without_us": un * 1e6, "ratio": lk / un})
     return rows
 
 
-FEATURES = """
-import random, resource, time
-from onlinemkl.river import OBSCUREClassifier
-try:
-    m = OBSCUREClassifier(budget=100, PARAMS)
-except TypeError:  # before: no such parameter
-    m = OBSCUREClassifier(budget=100)
-rnd = random.Random(0); t0 = time.monotonic(); n = 0; rej = 0
-rss0 = None
-while n < 100_000 and time.monotonic() - t0 < 60:
-    if n == 1000:  # after the first calls have loaded the compiled code
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    x = {"a": rnd.random(), **{f"id{rnd.getrandbits(40)}": 1.0 for _ in range(3)}}
-    t1 = time.perf_counter()
-    try:
-        m.learn_one(x, n % 3)
-    except ValueError:
-        rej += 1
-    last = time.perf_counter() - t1
-    n += 1
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{n} rows in {time.monotonic() - t0:.0f} s, {m._engine.n_features} features, "
-      f"peak RSS after row 1000 +{rss - rss0:.0f} MiB, "
-      f"last row {last * 1e3:.2f} ms, {rej} rejected")
-"""
+def bench_guard(quick):
+    """``Guard()`` at the head of the default pipeline over Phishing, alternated passes (CPU time)."""
+    from river import datasets, preprocessing
 
-ATTACKS = {
-    "threads": None,  # tests/test_reliability.py's THREADS: every public model, 4 threads and a pickler
-    "extreme": """
-import random
-from river import preprocessing
-from onlinemkl.river import OBSCUREClassifier
-m = preprocessing.StandardScaler() | OBSCUREClassifier(budget=50)
-rnd = random.Random(0); bad = 0
-for i in range(400):
-    x = {"f0": rnd.gauss(0, 1), "f1": 1e155 if i == 100 else rnd.gauss(0, 1)}
-    try:
-        from onlinemkl._validation import check_example  # the server's and command line's boundary
-        check_example(x)
-    except ImportError:  # before: no such check
-        pass
-    except ValueError:
-        continue  # rejected at the boundary: the stream goes on
-    try:
-        m.learn_one(x, x["f0"] > 0)
-    except ValueError:
-        bad += 1
-print(f"{bad} of the 299 rows after the huge value rejected")
-""",
-    "features max_features=1000": FEATURES.replace("PARAMS", "max_features=1000"),
-    "features feature_hashing=1024": FEATURES.replace("PARAMS", "feature_hashing=1024"),
-    "server learn, scaler of 1e5 names": """
-import random, statistics, time
-from river import preprocessing
-from onlinemkl.river import OBSCUREClassifier
-from onlinemkl.serve import ModelServer
-pipe = preprocessing.StandardScaler() | OBSCUREClassifier(budget=50)
-scaler = pipe["StandardScaler"]
-for i in range(100):  # the scaler has met 10^5 names (e.g. a feature cap reached); the learner a few
-    scaler.learn_one({f"id{j}": 1.0 for j in range(i * 1000, i * 1000 + 1000)})
-srv = ModelServer(pipe, port=0, log=None)
-rnd = random.Random(0); times = []
-for i in range(30):
-    t = time.perf_counter()
-    srv.handle({"x": {"a": rnd.random(), "b": rnd.random()}, "y": i % 2})
-    times.append(time.perf_counter() - t)
-srv._sock.close()
-print(f"median learn request {statistics.median(times[5:]) * 1e3:.2f} ms")
-""",
-    "nan_label": """
-from onlinemkl.river import OBSCUREClassifier
-m = OBSCUREClassifier(); rej = 0
-m.learn_one({"a": 1.0}, "x")
-for i in range(100):
-    try:
-        m.learn_one({"a": float(i)}, float("nan"))
-    except ValueError:
-        rej += 1
-print(f"{len(m._labels)} classes after 100 NaN labels ({rej} rejected)")
-""",
-}
+    from onlinemkl.river import Guard, OBSCUREClassifier
+
+    def one_pass(data, guard):
+        model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=200)
+        if guard:
+            model = Guard() | model
+        t = time.process_time()
+        for x, y in data:
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        return time.process_time() - t
+
+    data = list(datasets.Phishing())
+    one_pass(data, False), one_pass(data, True)  # compile, warm caches
+    plain = guarded = np.inf
+    for _ in range(3 if quick else 7):
+        plain = min(plain, one_pass(data, False))
+        guarded = min(guarded, one_pass(data, True))
+    g = Guard()
+    reps = 5 if quick else 20
+    t = time.process_time()
+    for _ in range(reps):
+        for x, _ in data:
+            g.transform_one(x)
+            g.learn_one(x)
+            g.transform_one(x)
+    alone = (time.process_time() - t) / (reps * len(data))
+    n = len(data)
+    return [{"guard": "river Guard", "case": f"Phishing pass ({n} examples), StandardScaler | OBSCURE(budget=200)",
+             "with_us": guarded / n * 1e6, "without_us": plain / n * 1e6, "ratio": guarded / plain,
+             "alone_us": alone * 1e6}]
 
 
-def run_attacks(paths: dict, only=None) -> list[dict]:
-    import os
-    import subprocess
+def bench_feature_check(quick):
+    """The server's feature-name check on prediction requests, on and off, interleaved trials."""
+    from river import preprocessing
 
+    from onlinemkl.river import OBSCUREClassifier
+    from onlinemkl.serve import ModelServer
+
+    repeat = 5 if quick else 21
     rows = []
-    for name, code in ATTACKS.items():
-        if only and name not in only:
-            continue
-        if code is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-            from test_reliability import THREADS as code
-        row = {"attack": name}
-        for label, path in paths.items():
-            env = dict(os.environ, PYTHONPATH=path, ONLINEMKL_BACKGROUND_COMPILE="0")
-            t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", code], env=env, cwd=path, capture_output=True, text=True,
-                                 timeout=900)
-            took = time.perf_counter() - t0
-            what = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
-            if out.returncode < 0:
-                what = f"crash (signal {-out.returncode}) {what}".strip()
-            elif out.returncode:
-                what = f"exit {out.returncode}: {(out.stderr.strip().splitlines() or [''])[-1][:120]}"
-            row[label] = f"{what} [{took:.0f} s]"
-        rows.append(row)
+    for d in (10, 100) if quick else (10, 100, 1000):
+        rng = np.random.default_rng(d)
+        names = [f"f{i}" for i in range(d)]
+        model = preprocessing.StandardScaler() | OBSCUREClassifier(budget=500)
+        for _ in range(2000):
+            v = rng.normal(size=d)
+            model.learn_one(dict(zip(names, v.tolist())), "a" if v[0] + v[1] > 0 else "b")
+        lines = [json.dumps({"x": dict(zip(names, rng.normal(size=d).tolist()))}).encode() for _ in range(50)]
+        srv = ModelServer(model, port=0, log=None)
+        try:
+            def answer_all():
+                for line in lines:
+                    srv.handle_line(line)
+
+            check = srv.feature_check
+            assert "prediction" in srv.handle_line(lines[0])
+            t_on = t_off = np.inf
+            for _ in range(repeat):  # interleaved, so that a busy spell of the machine hits both
+                srv.feature_check = check
+                t_on = min(t_on, time_per_call(answer_all, 1) / len(lines))
+                srv.feature_check = None
+                t_off = min(t_off, time_per_call(answer_all, 1) / len(lines))
+            xs = [json.loads(line)["x"] for line in lines]
+            t_check = time_per_call(lambda: [check.message(x) for x in xs], repeat) / len(lines)
+        finally:
+            srv.shutdown(timeout=5)
+        rows.append({"guard": "feature check", "case": f"server prediction request, d={d}, 500 stored",
+                     "with_us": t_on * 1e6, "without_us": t_off * 1e6, "ratio": t_on / t_off,
+                     "alone_us": t_check * 1e6})
     return rows
 
 
 def main(argv=None):
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--attacks", action="store_true", help="run the attacks instead of the lock timing")
-    ap.add_argument("--before", help="a checkout of the library before the fixes (the 'before' column)")
-    ap.add_argument("--only", nargs="*", help="run only these attacks (their rows replace those in the report)")
-    args = ap.parse_args(argv)
-    if args.attacks:
-        here = str(Path(__file__).resolve().parent.parent)
-        paths = ({"before": args.before} if args.before else {}) | {"after": here}
-        rows = run_attacks(paths, args.only)
-        if args.only:
-            import json
-
-            from _common import RESULTS
-
-            old = json.loads((RESULTS / "reliability_attacks.json").read_text())["rows"]
-            new = {r["attack"]: r for r in rows}
-            rows = [new.pop(r["attack"], r) for r in old] + list(new.values())
-        write_report("reliability_attacks", rows, title="Issue 18 attacks, before and after",
-                     notes="Each attack in a fresh interpreter (foreground compilation); wall time in brackets "
-                           "includes start-up and compilation.")
-        return
-    rows = bench_lock(args.quick)
-    write_report("reliability_lock" + ("_quick" if args.quick else ""), rows,
-                 title="The model lock's cost per example (river adapters)",
-                 notes="locked: the public method (takes the model's RLock); unlocked: the same method's "
-                       "`__wrapped__` on the same model, blocks alternated in one run; best block per op. "
-                       "ratio = locked / unlocked.")
+    args = quick_args(argv, __doc__, "fewer calls, rounds and feature counts (a smoke run)")
+    rows = bench_lock(args.quick) + bench_guard(args.quick) + bench_feature_check(args.quick)
+    write_report("reliability", rows, columns=["guard", "case", "with_us", "without_us", "ratio", "alone_us"],
+                 title="The cost of the reliability guards per call", quick=args.quick,
+                 notes="Microseconds per call with the guard (`with_us`, what users get) and without it "
+                       "(`without_us`), best of blocks alternated in one run; `ratio` = with / without; "
+                       "`alone_us`: the guard's own work measured alone.  Model lock: the public river method "
+                       "against its `__wrapped__` body on the same model.  river Guard: `Guard() |` in front of "
+                       "the pipeline, CPU time of a prequential pass.  Feature check: "
+                       "`ModelServer.handle_line` with the check on and off (`--allow-feature-mismatch`).  "
+                       "Command: `python benchmarks/bench_reliability.py`.")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,22 @@
-"""The line-protocol server's request rate with and without TCP_NODELAY, at pipeline depths 1 and 2.
+"""Server throughput: how many prediction requests per second does ``onlinemkl serve`` answer?
+
+The question: the request rate of the line-protocol server (``onlinemkl.serve.ModelServer``, what
+``python -m onlinemkl serve`` runs) for one client on loopback, at pipeline depths 1 and 2.  It
+is compared against the same server with TCP_NODELAY off (``without_nodelay``), which is what the
+socket option buys.  How to read the report: ``with_nodelay`` is the server as shipped, in
+requests per second; ``ratio`` = with / without (at depth 1 it is noise; at depth 2 it is
+the ~40 ms wait a reply saves).
 
 A client on loopback sends ``depth`` prediction requests in one write and reads their ``depth``
 replies, over and over, for a fixed time. Without TCP_NODELAY the server's second reply waits
 for the client's delayed acknowledgement of the first (Nagle's algorithm), about 40 ms on Linux;
 with it every reply leaves at once. Both arms run in the same process, on the same model.
 
-    python benchmarks/bench_server.py [--quick]
+Run time: about 30 seconds; ``--quick`` about 10.
 
-writes ``results/bench_server.json`` and ``.md``.
+Usage::
+
+    python benchmarks/bench_server.py [--quick]   # -> benchmarks/results/server.{json,md} (.quick.* with --quick)
 """
 
 from __future__ import annotations
@@ -41,7 +50,8 @@ def rate(server, depth: int, seconds: float) -> tuple[float, int]:
     """Requests per second of one client at pipeline ``depth`` for about ``seconds``."""
     sock = socket.create_connection(server.address, timeout=10)
     rfile = sock.makefile("rb")
-    batch = b"".join(json.dumps({"x": {"f0": 0.1 * k, "f1": -0.2, "f2": 1.0}}).encode() + b"\n"
+    # every feature the model learnt: the server refuses requests with missing feature names
+    batch = b"".join(json.dumps({"x": {f"f{j}": 0.1 * k - 0.2 * j for j in range(8)}}).encode() + b"\n"
                      for k in range(depth))
     n = 0
     t0 = time.perf_counter()
@@ -49,8 +59,9 @@ def rate(server, depth: int, seconds: float) -> tuple[float, int]:
         while time.perf_counter() - t0 < seconds:
             sock.sendall(batch)
             for _ in range(depth):
-                if b"prediction" not in rfile.readline():
-                    raise RuntimeError("the server did not answer")
+                reply = rfile.readline()
+                if b"prediction" not in reply:
+                    raise RuntimeError(f"the server did not answer with a prediction: {reply[:200]!r}")
             n += depth
         return n / (time.perf_counter() - t0), n
     finally:
@@ -83,16 +94,16 @@ def main(argv=None):
         row["ratio"] = row["with_nodelay"] / row["without_nodelay"]
         rows.append(row)
     write_report(
-        "bench_server", rows,
+        "server", rows, quick=args.quick,
         columns=["depth", "without_nodelay", "with_nodelay", "ratio", "n_without", "n_with"],
         title="Server: requests per second, one loopback client, with and without TCP_NODELAY",
         notes=f"""
 Requests per second of one client sending `depth` prediction requests per write and reading the
 replies (best of 3 alternating runs of {seconds:g} s per arm, same process, same model: StandardScaler | OBSCUREClassifier, 8
-features, 200 stored examples). `without_nodelay` is the server before issue 18 (Nagle's algorithm
-on); `ratio` = with / without. At depth 1 no reply waits for an acknowledgement, so the ratio
-there is noise of a shared 2-core machine (three runs of this script gave 0.80, 0.88 and 1.89);
-at depth 2 the second reply no longer waits ~40 ms for the client's delayed ACK.
+features, 200 stored examples). `with_nodelay` is the server as shipped; `without_nodelay` the
+same server with TCP_NODELAY off (Nagle's algorithm on); `ratio` = with / without. At depth 1 no
+reply waits for an acknowledgement, so the ratio there is the noise of the machine; at depth 2
+the second reply does not wait ~40 ms for the client's delayed ACK.
 Command: `python benchmarks/bench_server.py`.
 """)
 

@@ -1,6 +1,7 @@
 """Where a learner's first compilation goes: CPU seconds per compiled function, cold.
 
-A diagnostic for first-run time (issue 15's point 7), not a benchmark against a peer: it runs
+A diagnostic for first-run time (``bench_coldstart.py`` measures it), not a benchmark, so
+``run_all.py`` does not run it and it keeps no result: it runs
 ``onlinemkl.warmup([learner], budget=...)`` in this process with a fresh, empty Numba cache and
 records Numba's compile events (``numba.core.event``, ``numba:compile``), nested as Numba
 compiles callees while typing their callers.  Per function: the CPU seconds inside its own
@@ -16,7 +17,7 @@ Usage::
 
     python benchmarks/compile_profile.py obscure                 # no budget (the demo's variant)
     python benchmarks/compile_profile.py proximal --budget       # the variant with a budget
-    python benchmarks/compile_profile.py polymkl --top 10 --out compile_profile_polymkl
+    python benchmarks/compile_profile.py polymkl --top 10 --out /tmp/profile   # also /tmp/profile/compile_profile.*
 
 Run it on an idle machine; each call takes the learner's whole cold compilation (4-20 s).
 """
@@ -65,7 +66,8 @@ def main(argv=None):
     ap.add_argument("learner", choices=sorted(_compile.WARMUPS))
     ap.add_argument("--budget", action="store_true", help="the variant with a budget (default: without)")
     ap.add_argument("--top", type=int, default=25, help="functions listed, by exclusive seconds")
-    ap.add_argument("--out", default=None, help="also write benchmarks/results/<OUT>.md/json")
+    ap.add_argument("--out", metavar="DIR", default=None,
+                    help="also write DIR/compile_profile.json and .md (never into benchmarks/results)")
     args = ap.parse_args(argv)
     rec = Recorder()
     event.register("numba:compile", rec)
@@ -76,7 +78,8 @@ def main(argv=None):
             for name, (ex, inc, n, caller) in sorted(rec.seen.items(), key=lambda kv: -kv[1][0])][:args.top]
     title = f"Cold compilation of {args.learner} ({'with' if args.budget else 'without'} a budget): {total:.1f} CPU s"
     if args.out:
-        write_report(args.out, rows, title=title, notes=__doc__.split("\n\n")[1], extra={"total_cpu_s": total})
+        write_report("compile_profile", rows, title=title, notes=__doc__.split("\n\n")[1],
+                     extra={"total_cpu_s": total}, out_dir=args.out)
     else:
         from _common import markdown_table
 
