@@ -33,8 +33,8 @@ seeds, fewer iterations) about 2 minutes.
 
 Usage::
 
-    python benchmarks/bench_polymkl.py [--quick] [--plot convergence.png]
-    # -> benchmarks/results/polymkl.{json,md} (.quick.* with --quick)
+    python benchmarks/bench_polymkl.py [--quick] [--plot benchmarks/results/polymkl.png]
+    # -> benchmarks/results/polymkl.{json,md} (.quick.* with --quick); the figure the docs show
 """
 
 from __future__ import annotations
