@@ -133,7 +133,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
     def __init__(self, kernels=None, explicit_groups=None, loss="hinge", regularizer="sq_l21", lam=1e-4, q=1.5,
                  sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto",
                  average=False, budget=None, eviction="least_impact", replay="auto",
-                 replay_window=DEFAULT_WINDOW, n_epochs=1, random_state=None, group_steps="equal"):
+                 replay_window=DEFAULT_WINDOW, n_epochs=1, random_state=None, group_steps="equal", scale="auto"):
         store_params(self, locals())
 
     def _new_engine(self, classes):
@@ -150,7 +150,10 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
         engine = self._new_engine(classes)
         engine.set_features(X.shape[1])
         yi = self._encode(y, classes, len(classes) == 2)
-        self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
+        scaling = self._new_scaling()
+        if scaling is not None:
+            X = scaling.fit_rows(X)
+        self.classes_, self._engine, self.n_features_in_, self._scaling = classes, engine, X.shape[1], scaling
         rng = np.random.default_rng(self.random_state)
         for _ in range(self.n_epochs):
             self._learn_rows(engine, X, yi, rng.permutation(X.shape[0]))
@@ -165,15 +168,18 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
             classes = self._first_classes(classes)
             engine = self._new_engine(classes)
             engine.set_features(X.shape[1])
+            scaling = self._new_scaling()
         else:
-            engine, classes = self._engine, self.classes_
+            engine, classes, scaling = self._engine, self.classes_, self._scaling
         yi = self._encode(y, classes, len(classes) == 2)
-        self._engine, self.classes_, self.n_features_in_ = engine, classes, X.shape[1]
+        if scaling is not None:
+            X = scaling.learn_rows(X)
+        self._engine, self.classes_, self.n_features_in_, self._scaling = engine, classes, X.shape[1], scaling
         self._learn_rows(engine, X, yi, range(X.shape[0]))
         return self
 
     def decision_function(self, X):
-        s = self._fitted_engine().scores_many(self._rows(X))
+        s = self._fitted_engine().scores_many(self._scaled(self._rows(X)))
         return s[:, 0] if len(self.classes_) == 2 else s
 
     def predict(self, X):
@@ -217,7 +223,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
     def __init__(self, kernels=None, explicit_groups=None, loss="squared", epsilon=0.1, regularizer="sq_l21",
                  lam=1e-2, q=1.5, sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=0.1,
                  gamma=None, average=True, budget=None, eviction="least_impact", replay=0,
-                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None, group_steps="equal"):
+                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None, group_steps="equal", scale="auto"):
         store_params(self, locals())
 
     def _new_engine(self):
@@ -228,7 +234,10 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
         y = self._targets(y, X.shape[0])
         engine = self._new_engine()
         engine.set_features(X.shape[1])
-        self._engine, self.n_features_in_ = engine, X.shape[1]
+        scaling = self._new_scaling()
+        if scaling is not None:
+            X = scaling.fit_rows(X)
+        self._engine, self.n_features_in_, self._scaling = engine, X.shape[1], scaling
         rng = np.random.default_rng(self.random_state)
         for _ in range(self.n_epochs):
             for i in rng.permutation(X.shape[0]):
@@ -242,12 +251,15 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
         if first:
             engine = self._new_engine()
             engine.set_features(X.shape[1])
+            scaling = self._new_scaling()
         else:
-            engine = self._engine
-        self._engine, self.n_features_in_ = engine, X.shape[1]
+            engine, scaling = self._engine, self._scaling
+        if scaling is not None:
+            X = scaling.learn_rows(X)
+        self._engine, self.n_features_in_, self._scaling = engine, X.shape[1], scaling
         for i in range(X.shape[0]):
             engine.stream_learn(X[i], y[i])
         return self
 
     def predict(self, X):
-        return self._fitted_engine().predict_many(self._rows(X))
+        return self._fitted_engine().predict_many(self._scaled(self._rows(X)))
