@@ -7,21 +7,27 @@ between distinct examples is 0 and the linear kernels see one feature only.  :cl
 is the learner's own answer, owned by the face that turns examples into rows (beside its feature
 map) and saved with the model:
 
-* ``scale='auto'`` (the default): a feature is used as it comes while it looks standardised.  The
-  first time a learnt value of magnitude above :data:`TRIGGER` arrives for it (a 10-sigma value of
-  a standardised feature), the feature is standardised from then on.  On a standardised stream
+* ``scale='auto'`` (the default): the inputs are used as they come while they look standardised.
+  The first learnt value of magnitude above :data:`TRIGGER` shows that they are not (a stream
+  standardised by running statistics cannot give one in its first ``TRIGGER**2`` examples: a
+  value's distance from a running mean that includes it is at most ``sqrt(n - 1)`` standard
+  deviations; the benchmarks' standardised streams stay below 60), and every feature is
+  standardised from then on, as a ``StandardScaler`` in front would.  On a standardised stream
   nothing fires and the rows reach the learner untouched, bit for bit.
 * ``scale=True``: every feature is standardised from its first learnt value.
 * ``scale=False``: never (the inputs are the user's business, e.g. a ``StandardScaler`` in front).
 
 A standardised feature's mean and standard deviation are estimated (Welford) over its first
-:data:`WARMUP` learnt values since the estimate started, then frozen.  A frozen estimate means
-that from then on every query and every example stored meet the kernels in the same units (a
-running estimate would move the units under the stored examples for ever); the few examples
-stored during the warm-up are in the units of their time.  A learnt value more than
-:data:`TRIGGER` standard deviations from a frozen mean (the feature changed units, or a concept
-switch moved another feature's values into it) starts a new estimate at that value.  A feature
-of zero spread is centred only.  Prediction never changes the statistics.
+:data:`WARMUP` learnt values, then frozen: from then on every query and every example stored
+meet the kernels in the same units (a running estimate would move the units under the stored
+examples for ever); the examples stored during the warm-up are in the units of their time.  A
+learnt value more than :data:`LIMIT` standard deviations from a frozen mean (the feature changed
+units, or a concept switch moved another feature's values into it) starts a new estimate at that
+value.  A feature of zero spread is centred only.  What the learner sees of a standardised
+feature is clipped to ``+-LIMIT`` (a query beyond it would make the kernels extrapolate: an
+unnormalised linear kernel in proportion), of a feature used as it comes to ``+-TRIGGER`` (with
+'auto', a value beyond it would have switched standardisation on had it been learnt).  Prediction
+never changes the statistics.
 
 Missing features read 0 in the raw units (as without scaling): the statistics are of the rows
 the learner sees, where an absent feature is a 0.
@@ -29,22 +35,25 @@ the learner sees, where an absent feature is a 0.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["InputScaling", "check_scale", "TRIGGER", "WARMUP", "SCALE_DOC"]
+__all__ = ["InputScaling", "check_scale", "TRIGGER", "LIMIT", "WARMUP"]
 
-#: A learnt value of magnitude above this (in the units the learner currently sees the feature in)
-#: starts standardising the feature: a 10-sigma value of a standardised feature.  A stream
-#: standardised by running statistics cannot produce one in its first 100 examples (a value's
-#: distance from the running mean that includes it is at most ``sqrt(n - 1)`` standard deviations).
+#: With ``scale='auto'``, the ``n``-th learnt example switches standardisation on if a value's
+#: magnitude is above ``max(TRIGGER, 2 sqrt(n))`` (the module docstring says why no standardised
+#: stream reaches it); the feature maps flag values above ``TRIGGER`` on their way in.
 TRIGGER = 10.0
+
+#: What the learner sees of a standardised feature is clipped to ``+-LIMIT`` standard deviations.
+LIMIT = 10.0
+
+#: A learnt value more than this many standard deviations from a frozen mean restarts the estimate.
+RESTART = 10.0
 
 #: Learnt values over which a feature's mean and standard deviation are estimated before they are frozen.
 WARMUP = 50
-
-SCALE_DOC = ("Standardise the inputs inside the learner: 'auto' standardises a feature once a learnt value "
-             "of magnitude above 10 shows it is not standardised (inputs that are stay bit for bit as they "
-             "come), True every feature, False none.")
 
 _KEYS = ("scaling.count", "scaling.mean", "scaling.m2")
 
@@ -55,8 +64,8 @@ def check_scale(value):
         return bool(value)
     if isinstance(value, str) and value == "auto":
         return value
-    raise ValueError(f"scale={value!r}: choose 'auto' (standardise a feature once a value above {TRIGGER:g} "
-                     "arrives), True (standardise every feature) or False (use the inputs as they come)")
+    raise ValueError(f"scale={value!r}: choose 'auto' (standardise the features once a value above {TRIGGER:g} "
+                     "shows they are not), True (standardise every feature) or False (use the inputs as they come)")
 
 
 class InputScaling:
@@ -67,10 +76,11 @@ class InputScaling:
     than the statistics passes its extra columns through.
     """
 
-    __slots__ = ("mode", "count", "mean", "m2", "shift", "scale", "live")
+    __slots__ = ("mode", "seen", "count", "mean", "m2", "shift", "scale", "live")
 
     def __init__(self, mode="auto"):
         self.mode = check_scale(mode)
+        self.seen = 0
         self.count = np.zeros(0, dtype=np.int64)
         self.mean = np.zeros(0)
         self.m2 = np.zeros(0)
@@ -94,34 +104,33 @@ class InputScaling:
 
     # -- the transform ------------------------------------------------------------------------
 
-    def rows(self, X: np.ndarray, large: bool | None = None) -> np.ndarray:
-        """Rows (1-D or 2-D) as the learner sees them: the standardised columns transformed, then every
-        value clipped to ``[-TRIGGER, TRIGGER]``; the same array when that changes nothing.
-
-        The learner never learns a value beyond :data:`TRIGGER` (one that would be starts or restarts
-        the estimate), so a query's larger value is beyond anything it has seen: the kernels would
-        extrapolate it (an unnormalised linear kernel in proportion).  ``large`` False promises that
-        no value exceeds :data:`TRIGGER` (the feature map's check); None: look.
-        """
+    def rows(self, X: np.ndarray) -> np.ndarray:
+        """Rows (1-D or 2-D) as the learner sees them: the standardised columns transformed and clipped
+        to ``+-LIMIT``; ``X`` itself while no feature is standardised."""
         if not self.live:
-            if large is False or self.mode is False:
-                return X
-            if large is None and not (X.size and float(np.max(np.abs(X))) > TRIGGER):
-                return X
-            return np.clip(X, -TRIGGER, TRIGGER)
+            return X
         n = min(X.shape[-1], self.count.shape[0])
         out = np.array(X, dtype=np.float64, copy=True)
-        out[..., :n] = (out[..., :n] - self.shift[:n]) / self.scale[:n]
-        return np.clip(out, -TRIGGER, TRIGGER, out=out)
+        on = self.count[:n] > 0
+        z = np.clip((out[..., :n] - self.shift[:n]) / self.scale[:n], -LIMIT, LIMIT)
+        out[..., :n] = np.where(on, z, out[..., :n])
+        return out
+
+    def _switch(self, x: np.ndarray) -> bool:
+        """Whether the learnt row ``x`` (the ``seen``-th) switches 'auto' standardisation on."""
+        return float(np.max(np.abs(x), initial=0.0)) > max(TRIGGER, 2.0 * math.sqrt(self.seen))
 
     def learn_row(self, x: np.ndarray, large: bool = True) -> np.ndarray:
         """Update the statistics with the row ``x`` being learnt and return it as the learner sees it.
 
         ``large`` False promises that no value of ``x`` exceeds :data:`TRIGGER` in magnitude (the
-        feature map's check): with no feature standardised yet, ``x`` itself comes back at once.
+        feature map's check): with 'auto' and nothing standardised yet, ``x`` itself comes back at once.
         """
         mode = self.mode
-        if mode is False or not (large or self.live or mode is True):
+        if mode is False:
+            return x
+        self.seen += 1
+        if not self.live and mode == "auto" and (not large or not self._switch(x)):
             return x
         self._grow(x.shape[0])
         count = self.count[:x.shape[0]]
@@ -129,7 +138,7 @@ class InputScaling:
         frozen = count >= WARMUP
         if frozen.any():
             z = (x - self.shift[:x.shape[0]]) / self.scale[:x.shape[0]]
-            start |= frozen & (np.abs(z) > TRIGGER)
+            start |= frozen & (np.abs(z) > RESTART)
         warm = (count > 0) & ~frozen
         if start.any() or warm.any():
             idx = np.flatnonzero(start | warm)
@@ -146,35 +155,43 @@ class InputScaling:
         return self.rows(x)
 
     def learn_rows(self, X: np.ndarray) -> np.ndarray:
-        """:meth:`learn_row` on each row of ``X`` in order (a mini-batch learnt in order)."""
-        if self.mode is False or not (self.live or self.mode is True or
-                                      (X.size and float(np.max(np.abs(X))) > TRIGGER)):
+        """:meth:`learn_row` on each row of ``X`` in order (a mini-batch learnt as a stream of its rows)."""
+        if self.mode is False:
+            return X
+        if not self.live and self.mode == "auto" and not (X.size and float(np.max(np.abs(X))) > TRIGGER):
+            self.seen += X.shape[0]
             return X
         return np.array([self.learn_row(X[i]) for i in range(X.shape[0])]).reshape(X.shape)
 
     def fit_rows(self, X: np.ndarray) -> np.ndarray:
         """Start from the exact statistics of ``X`` (``fit``: every row known at once) and return ``X``
-        as the learner sees it.  'auto' standardises the columns holding a value above :data:`TRIGGER`."""
+        as the learner sees it ('auto': standardised if a value is above ``max(TRIGGER, 2 sqrt(n))``
+        for ``n`` rows, which a set standardised by its own statistics cannot hold)."""
         n, d = X.shape
+        self.seen = n
         self.count = np.zeros(d, dtype=np.int64)
         self.mean = np.zeros(d)
         self.m2 = np.zeros(d)
-        if self.mode is not False and n:
-            if self.mode is True or float(np.max(np.abs(X))) > TRIGGER:
-                self.count[:] = n
-                self.mean[:] = X.mean(axis=0)
-                self.m2[:] = ((X - self.mean) ** 2).sum(axis=0)
+        if n and (self.mode is True or (self.mode == "auto" and self._switch(X))):
+            self.count[:] = n
+            self.mean[:] = X.mean(axis=0)
+            self.m2[:] = ((X - self.mean) ** 2).sum(axis=0)
         self._derive()
         return self.rows(X)
 
     # -- state --------------------------------------------------------------------------------
 
-    def arrays(self) -> dict:
-        """The statistics as arrays for a model file (:meth:`restore` reads them back exactly)."""
-        return {"scaling.count": self.count, "scaling.mean": self.mean, "scaling.m2": self.m2}
+    def state(self) -> tuple[dict, dict]:
+        """``(state, arrays)`` for a model file: the examples learnt and the statistics
+        (:meth:`restore` reads them back exactly)."""
+        return ({"seen": int(self.seen)},
+                {"scaling.count": self.count, "scaling.mean": self.mean, "scaling.m2": self.m2})
 
-    def restore(self, arrays: dict, n_features: int) -> None:
-        """Set the statistics from :meth:`arrays`, checked (``ValueError`` naming the rule)."""
+    def restore(self, state, arrays: dict, n_features: int) -> None:
+        """Set what :meth:`state` gave, checked (``ValueError`` naming the rule)."""
+        seen = state.get("seen") if isinstance(state, dict) else None
+        if not isinstance(seen, int) or isinstance(seen, bool) or seen < 0:
+            raise ValueError(f"the input scaling's count of examples learnt must be an integer >= 0; got {seen!r}")
         missing = [k for k in _KEYS if k not in arrays]
         if missing:
             raise ValueError(f"the input scaling's arrays {missing} are missing")
@@ -188,6 +205,7 @@ class InputScaling:
         if np.any(count < 0) or not np.all(np.isfinite(mean)) or not np.all(np.isfinite(m2)) or np.any(m2 < 0):
             raise ValueError("the input scaling's statistics must be non-negative counts, finite means and "
                              "non-negative finite sums of squares")
+        self.seen = seen
         self.count = np.array(count, dtype=np.int64)
         self.mean = np.array(mean, dtype=np.float64)
         self.m2 = np.array(m2, dtype=np.float64)

@@ -135,8 +135,8 @@ class EngineEstimator(ModelLock, BaseEstimator):
         face_state, face_arrays = self._face_state()
         state = {"fitted": True, "engine": params, "n_features_in_": int(self.n_features_in_), **face_state}
         if self._scaling is not None:
-            state["scaling"] = True
-            face_arrays = {**face_arrays, **self._scaling.arrays()}
+            state["scaling"], scaling_arrays = self._scaling.state()
+            face_arrays = {**face_arrays, **scaling_arrays}
         return state, {**arrays, **face_arrays}
 
     def _set_state(self, state, arrays):
@@ -161,7 +161,7 @@ class EngineEstimator(ModelLock, BaseEstimator):
                 if getattr(self, "scale", False) is False:
                     raise ValueError("the state holds input scaling statistics but the estimator has scale=False")
                 scaling = InputScaling(self.scale)
-                scaling.restore(arrays, n_in)
+                scaling.restore(state["scaling"], arrays, n_in)
         if scaling is None and getattr(self, "scale", False) is not False:
             self.scale = False  # a file written before the parameter (or with scale=False): inputs as they come
         self.__dict__.update(attrs)

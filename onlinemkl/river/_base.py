@@ -128,10 +128,8 @@ class EngineAdapter(ModelLock):
         sc = self._scaling
         try:
             if not grow:
-                if sc is None:
-                    return f.encode(x, False)
-                row, large = f.encode_large(x, False)
-                return sc.rows(row, large)
+                row = f.encode(x, False)
+                return row if sc is None else sc.rows(row)
             n_before = len(f.names)
             row, large = f.encode_large(x, True)
         except _BAD_VALUE as exc:
@@ -207,8 +205,8 @@ class EngineAdapter(ModelLock):
         params, arrays = state_with_settings(self._engine)
         state = {"engine": params, "features": list(self._features.names)}
         if self._scaling is not None:
-            arrays = {**arrays, **self._scaling.arrays()}
-            state["scaling"] = True
+            state["scaling"], scaling_arrays = self._scaling.state()
+            arrays = {**arrays, **scaling_arrays}
         if hasattr(self, "_labels"):
             state["labels"] = list(self._labels.labels)
         extra_state, extra_arrays = self._adapter_state()
@@ -262,5 +260,5 @@ class EngineAdapter(ModelLock):
         if getattr(self, "scale", False) is False:
             raise ValueError("the state holds input scaling statistics but the learner has scale=False")
         scaling = InputScaling(self.scale)
-        scaling.restore(arrays, n_features)
+        scaling.restore(state["scaling"], arrays, n_features)
         return scaling
