@@ -39,6 +39,12 @@ What is averaged, per learner:
 * **The sequence labeller**: :mod:`onlinemkl.distributed.sequence` (emission expansion as
   proximal MKL, transition scores averaged entrywise).
 
+The learners' own input standardisation (``scale``, :mod:`onlinemkl._scaling`) is not averaged:
+stored rows are in the units of their model's statistics, so models merge (and have a divergence)
+only when their statistics agree feature by feature (none standardised, e.g. a scaler upstream,
+or the same frozen estimates, as after a synchronisation); otherwise :func:`check_scalings`
+refuses them, naming the first feature that differs.
+
 The models' feature names and labels are aligned by name first (the first model's columns
 and label indices come first; later models' new names are appended in order), so workers
 that saw features or classes in different orders merge correctly.
@@ -65,7 +71,7 @@ _co = lazy_module("obscure")
 _cf = lazy_module("fobos")
 
 __all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of", "check_learner",
-           "state_nbytes"]
+           "state_nbytes", "check_scalings"]
 
 
 def kind_of(learner) -> str:
@@ -283,6 +289,60 @@ def _check_states(states, weights, learner=None):
     return weights / weights.sum()
 
 
+def _scaling_of(state) -> dict:
+    """``{feature name: (count, mean, m2)}`` of the features a state's input scaling standardises
+    (none for a model that stores no example: it has no units to agree with)."""
+    params, arrays = state
+    if not isinstance(params, dict) or params.get("scaling") is None or not int(arrays["istate"][0]):
+        return {}
+    names = list(params.get("features", []))
+    count, mean, m2 = (np.asarray(arrays[f"scaling.{k}"]) for k in ("count", "mean", "m2"))
+    return {names[j]: (int(count[j]), float(mean[j]), float(m2[j]))
+            for j in np.flatnonzero(count > 0) if j < len(names)}
+
+
+def check_scalings(states) -> None:
+    """Raise ``ValueError`` unless the states' input scalings (``scale``) standardise the same
+    features with the same statistics (I_N = 0 is the stored rows' count of both learners' ``istate``):
+    their stored rows are then in the same units."""
+    ref = next((i for i, s in enumerate(states) if int(s[1]["istate"][0])), 0)
+    first = _scaling_of(states[ref])
+    for i, state in enumerate(states):
+        other = _scaling_of(state)
+        if other == first or not int(state[1]["istate"][0]):
+            continue
+        name = next(k for k in list(first) + list(other) if first.get(k) != other.get(k))
+        raise ValueError(
+            f"states[{ref}] and states[{i}] standardise their inputs differently (feature {name!r}: "
+            f"{_shown_stats(first.get(name))} vs {_shown_stats(other.get(name))}), so their stored examples are in "
+            "different units and cannot be averaged. Standardise upstream (a scaler fitted once, shared by every "
+            "worker) and build the learners with scale=False, or merge models whose inputs were standardised alike")
+
+
+def _shown_stats(stats) -> str:
+    if stats is None:
+        return "used as it comes"
+    n, mean, m2 = stats
+    return f"mean {mean:.6g}, sd {np.sqrt(m2 / n):.6g} over {n} values"
+
+
+def _merged_scaling(out, states):
+    """The merged state ``out`` with the input scaling of the models that store examples (which
+    :func:`check_scalings` found equal) over its features, and the most examples any model learnt."""
+    params, arrays = out
+    if not isinstance(params, dict) or params.get("scaling") is None:
+        return out
+    stats = next((_scaling_of(s) for s in states if int(s[1]["istate"][0])), {})
+    names = list(params["features"])
+    count, mean, m2 = np.zeros(len(names), dtype=np.int64), np.zeros(len(names)), np.zeros(len(names))
+    for j, name in enumerate(names):
+        if name in stats:
+            count[j], mean[j], m2[j] = stats[name]
+    params["scaling"] = {"seen": max(int(s[0]["scaling"]["seen"]) for s in states)}
+    arrays = {**arrays, "scaling.count": count, "scaling.mean": mean, "scaling.m2": m2}
+    return params, arrays
+
+
 def merge_states(learner, states, weights=None):
     """The weighted average of models given as states (``learner._get_state()`` pairs).
 
@@ -312,6 +372,7 @@ def merge_states(learner, states, weights=None):
     weights = _check_states(states, weights, learner)
     if len(states) == 1:
         return states[0]
+    check_scalings(states)
     if len(states) > 2 and learner._engine.buf.budget is not None:
         return _merge_tree(learner, states, weights)
     exps = [_Expansion(kind, s) for s in states]
@@ -334,7 +395,7 @@ def merge_states(learner, states, weights=None):
         else:
             theta_sq = group_norms(u.coef, B, K)[0]
     _write(u, eng, theta_sq, states, weights)
-    return tmp._get_state()
+    return _merged_scaling(tmp._get_state(), states)
 
 
 def _merge_tree(learner, states, weights):
@@ -446,6 +507,7 @@ def state_divergence(learner, a, b) -> float:
         _check_states([a, b], None, learner)
         return sequence_divergence(learner, a, b)
     _check_states([a, b], None, learner)
+    check_scalings([a, b])
     exps = [_Expansion(kind, s) for s in (a, b)]
     names = _union(e.names for e in exps)
     labels = _union((e.labels for e in exps), label_key)
