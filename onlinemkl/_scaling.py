@@ -8,12 +8,14 @@ is the learner's own answer, owned by the face that turns examples into rows (be
 map) and saved with the model:
 
 * ``scale='auto'`` (the default): the inputs are used as they come while they look standardised.
-  The first learnt value of magnitude above :data:`TRIGGER` shows that they are not (a stream
-  standardised by running statistics cannot give one in its first ``TRIGGER**2`` examples: a
-  value's distance from a running mean that includes it is at most ``sqrt(n - 1)`` standard
-  deviations; the benchmarks' standardised streams stay below 60), and every feature is
-  standardised from then on, as a ``StandardScaler`` in front would.  On a standardised stream
-  nothing fires and the rows reach the learner untouched, bit for bit.
+  The ``n``-th learnt example shows that they are not when a value's magnitude is above
+  ``max(TRIGGER, 2 sqrt(n))``, and every feature is standardised from then on, as a
+  ``StandardScaler`` in front would do.  No stream standardised by running statistics reaches
+  that bound: by Samuelson's inequality a value's distance from a mean that includes it is at most
+  ``sqrt(n - 1)`` standard deviations (the factor 2 covers a scaler that has seen a mini-batch
+  more than the learner); nor does a set standardised by its own statistics in ``fit``.  On such
+  inputs nothing fires and the rows reach the learner untouched, bit for bit.  (Inputs scaled by
+  statistics fitted elsewhere can hold larger values: with heavy tails 'auto' may switch on.)
 * ``scale=True``: every feature is standardised from its first learnt value.
 * ``scale=False``: never (the inputs are the user's business, e.g. a ``StandardScaler`` in front).
 
@@ -21,13 +23,12 @@ A standardised feature's mean and standard deviation are estimated (Welford) ove
 :data:`WARMUP` learnt values, then frozen: from then on every query and every example stored
 meet the kernels in the same units (a running estimate would move the units under the stored
 examples for ever); the examples stored during the warm-up are in the units of their time.  A
-learnt value more than :data:`LIMIT` standard deviations from a frozen mean (the feature changed
-units, or a concept switch moved another feature's values into it) starts a new estimate at that
-value.  A feature of zero spread is centred only.  What the learner sees of a standardised
-feature is clipped to ``+-LIMIT`` (a query beyond it would make the kernels extrapolate: an
-unnormalised linear kernel in proportion), of a feature used as it comes to ``+-TRIGGER`` (with
-'auto', a value beyond it would have switched standardisation on had it been learnt).  Prediction
-never changes the statistics.
+learnt value more than :data:`RESTART` standard deviations from a frozen mean (the feature
+changed units, or a concept switch moved another feature's values into it) starts a new estimate
+at that value.  A feature of zero spread is centred only.  What the learner sees of a
+standardised feature is clipped to ``+-LIMIT`` (a query far beyond the values learnt would make
+the kernels extrapolate: an unnormalised linear kernel in proportion); before the switch nothing
+is clipped.  Prediction never changes the statistics.
 
 Missing features read 0 in the raw units (as without scaling): the statistics are of the rows
 the learner sees, where an absent feature is a 0.
@@ -64,8 +65,9 @@ def check_scale(value):
         return bool(value)
     if isinstance(value, str) and value == "auto":
         return value
-    raise ValueError(f"scale={value!r}: choose 'auto' (standardise the features once a value above {TRIGGER:g} "
-                     "shows they are not), True (standardise every feature) or False (use the inputs as they come)")
+    raise ValueError(f"scale={value!r}: choose 'auto' (standardise every feature once a learnt value shows the "
+                     "inputs are not standardised), True (standardise every feature) or False (use the inputs as "
+                     "they come)")
 
 
 class InputScaling:

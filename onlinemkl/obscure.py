@@ -103,6 +103,15 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     random_state : int or None, default None
         Seed of the random example order in ``fit`` and of the replay draws (None: 0 for
         the draws, so that ``partial_fit`` stays reproducible).
+    scale : {'auto', True, False}, default 'auto'
+        The learner's own standardisation of its inputs, for raw features of any units (the
+        default kernels are meant for standardised ones).  'auto': the inputs are used as they
+        come until a learnt value shows they are not standardised (magnitude above
+        ``max(10, 2 sqrt(n))`` at the n-th example, which no standardised stream reaches), then
+        every feature is standardised (mean and deviation estimated over its first 50 values,
+        then frozen; ``fit`` uses the whole set's); standardised inputs reach the learner bit for
+        bit as they come.  True: always; False: never.  The statistics are saved with the model
+        (:mod:`onlinemkl._scaling`).
 
     ``predict_proba`` is the softmax of the class scores (two classes: the logistic function of
     :meth:`decision_function`), columns in the order of ``classes_``: the mapping of the river

@@ -97,7 +97,16 @@ _FLAT_BUDGET_DOC = _COMMON_DOC.replace("""    budget : int or None; eviction : {
         examples carry the largest coefficients, so 'oldest' costs accuracy on
         stationary data (the averaged model, which weights each example by its time
         in the model, the most).
-""")
+""") + """    scale : {'auto', True, False}, default 'auto'
+        The learner's own standardisation of its inputs, for raw features of any units (the
+        default kernels are meant for standardised ones).  'auto': the inputs are used as they
+        come until a learnt value shows they are not standardised (magnitude above
+        ``max(10, 2 sqrt(n))`` at the n-th example, which no standardised stream reaches), then
+        every feature is standardised (mean and deviation estimated over its first 50 values,
+        then frozen; ``fit`` uses the whole set's); standardised inputs reach the learner bit for
+        bit as they come.  True: always; False: never.  The statistics are saved with the model
+        (:mod:`onlinemkl._scaling`).
+"""
 
 
 class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
