@@ -78,11 +78,12 @@ class InputScaling:
     than the statistics passes its extra columns through.
     """
 
-    __slots__ = ("mode", "seen", "count", "mean", "m2", "shift", "scale", "live")
+    __slots__ = ("mode", "seen", "warmup", "count", "mean", "m2", "shift", "scale", "live")
 
     def __init__(self, mode="auto"):
         self.mode = check_scale(mode)
         self.seen = 0
+        self.warmup = WARMUP  # saved with the statistics: a model file keeps its warm-up whatever today's
         self.count = np.zeros(0, dtype=np.int64)
         self.mean = np.zeros(0)
         self.m2 = np.zeros(0)
@@ -137,7 +138,7 @@ class InputScaling:
         self._grow(x.shape[0])
         count = self.count[:x.shape[0]]
         start = count == 0
-        frozen = count >= WARMUP
+        frozen = count >= self.warmup
         if frozen.any():
             z = (x - self.shift[:x.shape[0]]) / self.scale[:x.shape[0]]
             start |= frozen & (np.abs(z) > RESTART)
@@ -186,14 +187,15 @@ class InputScaling:
     def state(self) -> tuple[dict, dict]:
         """``(state, arrays)`` for a model file: the examples learnt and the statistics
         (:meth:`restore` reads them back exactly)."""
-        return ({"seen": int(self.seen)},
+        return ({"seen": int(self.seen), "warmup": int(self.warmup)},
                 {"scaling.count": self.count, "scaling.mean": self.mean, "scaling.m2": self.m2})
 
     def restore(self, state, arrays: dict, n_features: int) -> None:
         """Set what :meth:`state` gave, checked (``ValueError`` naming the rule)."""
-        seen = state.get("seen") if isinstance(state, dict) else None
-        if not isinstance(seen, int) or isinstance(seen, bool) or seen < 0:
-            raise ValueError(f"the input scaling's count of examples learnt must be an integer >= 0; got {seen!r}")
+        seen, warmup = (state.get(k) if isinstance(state, dict) else None for k in ("seen", "warmup"))
+        for name, value, low in (("count of examples learnt", seen, 0), ("warm-up", warmup, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"the input scaling's {name} must be an integer >= {low}; got {value!r}")
         missing = [k for k in _KEYS if k not in arrays]
         if missing:
             raise ValueError(f"the input scaling's arrays {missing} are missing")
@@ -207,7 +209,7 @@ class InputScaling:
         if np.any(count < 0) or not np.all(np.isfinite(mean)) or not np.all(np.isfinite(m2)) or np.any(m2 < 0):
             raise ValueError("the input scaling's statistics must be non-negative counts, finite means and "
                              "non-negative finite sums of squares")
-        self.seen = seen
+        self.seen, self.warmup = seen, warmup
         self.count = np.array(count, dtype=np.int64)
         self.mean = np.array(mean, dtype=np.float64)
         self.m2 = np.array(m2, dtype=np.float64)

@@ -108,21 +108,26 @@ def test_statistics_are_frozen_after_the_warm_up_and_restart_on_a_change_of_unit
     assert sc.count.tolist() == [1, WARMUP] and sc.shift[0] == 5e7
 
 
-def test_a_raw_model_saves_and_loads_exactly(tmp_path):
+def test_a_raw_model_saves_and_loads_exactly(tmp_path, monkeypatch):
+    """Saved in its warm-up and loaded under another default warm-up: the file's statistics and
+    warm-up go on, prediction and learning bit for bit."""
     rows = list(itertools.islice(synth.Agrawal(classification_function=2, seed=3), 120))
     model = omr.ProximalMKLClassifier(budget=60)
-    for x, y in rows[:90]:
+    for x, y in rows[:30]:
         model.learn_one(x, y)
-    assert model._scaling.live
-    loaded = load(model.save(tmp_path / "m.omkl"))
+    assert model._scaling.live and np.all(model._scaling.count < WARMUP)
+    path = model.save(tmp_path / "m.omkl")
+    monkeypatch.setattr("onlinemkl._scaling.WARMUP", 5)
+    loaded = load(path)
     for name in ("count", "mean", "m2"):
         assert np.array_equal(getattr(loaded._scaling, name), getattr(model._scaling, name))
-    for x, y in rows[90:]:
+    for x, y in rows[30:]:
         assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
         loaded.learn_one(x, y)
         model.learn_one(x, y)
     X = np.array([list(x.values()) for x, _ in rows])
     y = np.array([y for _, y in rows])
+    assert np.array_equal(loaded._scaling.count, model._scaling.count) and model._scaling.count[0] == WARMUP
     sk = onlinemkl.OBSCUREClassifier(random_state=0).partial_fit(X[:60], y[:60], classes=[0, 1])
     again = load(sk.save(tmp_path / "s.omkl"))
     assert np.array_equal(again.decision_function(X[60:]), sk.decision_function(X[60:]))

@@ -338,7 +338,7 @@ def _merged_scaling(out, states):
     for j, name in enumerate(names):
         if name in stats:
             count[j], mean[j], m2[j] = stats[name]
-    params["scaling"] = {"seen": max(int(s[0]["scaling"]["seen"]) for s in states)}
+    params["scaling"] = {**params["scaling"], "seen": max(int(s[0]["scaling"]["seen"]) for s in states)}
     arrays = {**arrays, "scaling.count": count, "scaling.mean": mean, "scaling.m2": m2}
     return params, arrays
 
