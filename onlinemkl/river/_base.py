@@ -128,8 +128,8 @@ class EngineAdapter(ModelLock):
         sc = self._scaling
         try:
             if not grow:
-                row = f.encode(x, False)
-                return row if sc is None else sc.rows(row)
+                row = f.encode_large(x, False)[0]
+                return row if sc is None or not sc.live else sc.rows(row)
             n_before = len(f.names)
             row, large = f.encode_large(x, True)
         except _BAD_VALUE as exc:
@@ -137,7 +137,10 @@ class EngineAdapter(ModelLock):
         if len(f.names) != n_before:
             self._engine.set_features(len(f.names), f.lookup)
         if sc is not None:
-            row = sc.learn_row(row, large)
+            if large or sc.live or sc.mode is True:
+                row = sc.learn_row(row, large)
+            else:  # 'auto' on inputs that look standardised (most calls): only the count of examples
+                sc.seen += 1
         return row
 
     def _frame_rows(self, X) -> np.ndarray:
