@@ -146,3 +146,26 @@ def test_a_file_written_before_the_parameter_loads_as_scale_false(name):
 def test_a_bad_scale_is_named(make):
     with pytest.raises(ValueError, match=r"scale=.*choose 'auto'.*True.*False"):
         make()
+
+
+def _raw_sequences(rng, n):
+    """Sequences of positions (a feature in 0..1e4 that decides the label, one in 0..1e3 that does not)."""
+    X, Y = [], []
+    for _ in range(n):
+        length = int(rng.integers(3, 8))
+        x = np.column_stack([rng.uniform(0, 1e4, length), rng.uniform(0, 1e3, length)])
+        X.append(x)
+        Y.append(["hi" if v > 5000 else "lo" for v in x[:, 0]])
+    return X, Y
+
+
+def test_the_sequence_labeller_standardises_raw_positions(tmp_path):
+    rng = np.random.default_rng(0)
+    (Xtr, Ytr), (Xte, Yte) = _raw_sequences(rng, 60), _raw_sequences(rng, 40)
+    model = onlinemkl.SequenceMKLLabeler(random_state=0).fit(Xtr, Ytr)
+    off = onlinemkl.SequenceMKLLabeler(random_state=0, scale=False).fit(Xtr, Ytr)
+    assert model.score(Xte, Yte) > 0.9 > off.score(Xte, Yte) + 0.1
+    loaded = load(model.save(tmp_path / "s.omkl"))
+    assert loaded.predict(Xte) == model.predict(Xte)
+    assert np.array_equal(loaded._scaling.mean, model._scaling.mean)
+    assert load(FIXTURES / "sequence.omkl").scale is False

@@ -289,13 +289,20 @@ def _check_states(states, weights, learner=None):
     return weights / weights.sum()
 
 
+def _feature_names(params) -> list:
+    """A state's feature names by column (the sequence labeller on arrays: the column numbers)."""
+    if params.get("array_input") is True:
+        return list(range(int(params["engine"]["n_features"])))
+    return list(params.get("features", []))
+
+
 def _scaling_of(state) -> dict:
     """``{feature name: (count, mean, m2)}`` of the features a state's input scaling standardises
     (none for a model that stores no example: it has no units to agree with)."""
     params, arrays = state
     if not isinstance(params, dict) or params.get("scaling") is None or not int(arrays["istate"][0]):
         return {}
-    names = list(params.get("features", []))
+    names = _feature_names(params)
     count, mean, m2 = (np.asarray(arrays[f"scaling.{k}"]) for k in ("count", "mean", "m2"))
     return {names[j]: (int(count[j]), float(mean[j]), float(m2[j]))
             for j in np.flatnonzero(count > 0) if j < len(names)}
@@ -303,8 +310,10 @@ def _scaling_of(state) -> dict:
 
 def check_scalings(states) -> None:
     """Raise ``ValueError`` unless the states' input scalings (``scale``) standardise the same
-    features with the same statistics (I_N = 0 is the stored rows' count of both learners' ``istate``):
+    features with the same statistics (I_N = 0 is the stored rows' count of every learner's ``istate``):
     their stored rows are then in the same units."""
+    if not states:
+        return
     ref = next((i for i, s in enumerate(states) if int(s[1]["istate"][0])), 0)
     first = _scaling_of(states[ref])
     for i, state in enumerate(states):
@@ -333,7 +342,7 @@ def _merged_scaling(out, states):
     if not isinstance(params, dict) or params.get("scaling") is None:
         return out
     stats = next((_scaling_of(s) for s in states if int(s[1]["istate"][0])), {})
-    names = list(params["features"])
+    names = _feature_names(params)
     count, mean, m2 = np.zeros(len(names), dtype=np.int64), np.zeros(len(names)), np.zeros(len(names))
     for j, name in enumerate(names):
         if name in stats:
