@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-__all__ = ["InputScaling", "check_scale", "TRIGGER", "LIMIT", "WARMUP"]
+__all__ = ["InputScaling", "check_scale", "TRIGGER", "LIMIT", "RESTART", "WARMUP"]
 
 #: With ``scale='auto'``, the ``n``-th learnt example switches standardisation on if a value's
 #: magnitude is above ``max(TRIGGER, 2 sqrt(n))`` (the module docstring says why no standardised
@@ -83,7 +83,7 @@ class InputScaling:
     def __init__(self, mode="auto"):
         self.mode = check_scale(mode)
         self.seen = 0
-        self.warmup = WARMUP  # saved with the statistics: a model file keeps its warm-up whatever today's
+        self.warmup = WARMUP  # saved with the statistics: a model file keeps its warm-up whatever the default
         self.count = np.zeros(0, dtype=np.int64)
         self.mean = np.zeros(0)
         self.m2 = np.zeros(0)

@@ -72,7 +72,7 @@ def test_a_standardised_stream_passes_bit_for_bit(cls):
         auto.learn_one(x, y)
         off.learn_one(x, y)
     assert not auto[-1]._scaling.live and auto[-1]._scaling.seen == len(data)
-    (sa, aa), (so, ao) = auto[-1]._get_state(), off[-1]._get_state()
+    aa, ao = auto[-1]._get_state()[1], off[-1]._get_state()[1]
     for name, arr in ao.items():
         assert np.array_equal(arr, aa[name]), name
 
