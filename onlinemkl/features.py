@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 
+from ._scaling import TRIGGER as LARGE_VALUE
 from ._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_feature_value, check_number,
                           first_out_of_range)
 
@@ -145,51 +146,69 @@ class FeatureMap:
             "whose feature names never stop changing (ids, words)")
 
     @staticmethod
-    def _items(x: dict) -> list:
-        """``[(name, float)]`` of a dict example, every value checked (real, finite, ``|v| <= 1e50``).
+    def _items(x: dict) -> tuple:
+        """``([(name, float)], large)`` of a dict example, every value checked (real, finite,
+        ``|v| <= 1e50``); ``large``: some value's magnitude is above ``LARGE_VALUE`` (the input
+        scaling's trigger, :mod:`onlinemkl._scaling`).
 
         Plain ``float``/``int`` values take a fast path: this runs on every
         example of a stream, where the generic ``numbers.Real`` check costs more
-        than a small model's whole compiled step.
+        than a small model's whole compiled step.  A value within ``LARGE_VALUE`` passes one
+        comparison, the one the range check alone would take.
         """
         out = []
         lim = MAX_ABS_VALUE
+        small = LARGE_VALUE
+        large = False
         for k, v in x.items():
             t = type(v)
             if t is float:
-                if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
-                    check_feature_value(k, v)
+                if not -small <= v <= small:
+                    if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
+                        check_feature_value(k, v)
+                    large = True
             elif t is int:
-                if not -lim <= v <= lim:
-                    check_feature_value(k, v)
+                if not -small <= v <= small:
+                    if not -lim <= v <= lim:
+                        check_feature_value(k, v)
+                    large = True
                 v = float(v)
             else:
                 v = check_feature_value(k, v)
+                if not -small <= v <= small:
+                    large = True
             out.append((k, v))
-        return out
+        return out, large
 
     @classmethod
     def values(cls, x: dict) -> dict:
         """``{name: float}`` of a dict example, every value checked (finite, real)."""
-        return dict(cls._items(x))
+        return dict(cls._items(x)[0])
 
     def encode(self, x: dict, grow: bool = False) -> np.ndarray:
         """The float64 row of dict example ``x`` ('arrival' maps: the adapters' per-example path);
         with ``grow`` unseen names get columns, after every value is checked."""
+        return self.encode_large(x, grow)[0]
+
+    def encode_large(self, x: dict, grow: bool = False) -> tuple:
+        """``(row, large)``: :meth:`encode`'s row, and whether a value's magnitude is above
+        ``LARGE_VALUE`` (what the input scaling needs to know, found by the value checks)."""
         if grow and self.ordered != "arrival":
             raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
         if self.hashing is not None:
             width = self.hashing
             out = np.zeros(width)
-            for k, v in self._items(x):
+            items, large = self._items(x)
+            for k, v in items:
                 out[hashed_column(k, width)] += v  # colliding names add up (as scikit-learn's FeatureHasher)
-            return out
+            return out, large
         # Every value checked first (as values()); the known names' columns written as they come,
         # the new names' once every value has passed.
         cols = self.columns
         out = np.zeros(len(self.names))
         new = None
-        for k, v in self._items(x):
+        items, large = self._items(x)
+        for k, v in items:
             c = cols.get(k)
             if c is not None:
                 out[c] = v
@@ -204,7 +223,7 @@ class FeatureMap:
             for k, v in new:
                 wider[cols[k]] = v
             out = wider
-        return out
+        return out, large
 
     def add(self, names):
         """Give columns to the names not in the map yet.

@@ -103,6 +103,15 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     random_state : int or None, default None
         Seed of the random example order in ``fit`` and of the replay draws (None: 0 for
         the draws, so that ``partial_fit`` stays reproducible).
+    scale : {'auto', True, False}, default 'auto'
+        The learner's own standardisation of its inputs, for raw features of any units (the
+        default kernels are meant for standardised ones).  'auto': the inputs are used as they
+        come until a learnt value shows they are not standardised (magnitude above
+        ``max(10, 2 sqrt(n))`` at the n-th example, which no standardised stream reaches), then
+        every feature is standardised (mean and deviation estimated over its first 50 values,
+        then frozen; ``fit`` uses the whole set's); standardised inputs reach the learner bit for
+        bit as they come.  True: always; False: never.  The statistics are saved with the model
+        (:mod:`onlinemkl._scaling`).
 
     Notes
     -----
@@ -137,7 +146,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
 
     def __init__(self, kernels=None, p=None, lam=None, C=1.0, eta=None, stage1_epochs=5, stage2_epochs="auto",
                  switch_after="auto", pegasos=False, budget=None, eviction="least_impact", loss="auto",
-                 replay="auto", replay_window=DEFAULT_WINDOW, random_state=None):
+                 replay="auto", replay_window=DEFAULT_WINDOW, random_state=None, scale="auto"):
         store_params(self, locals())
 
     # -- validation ----------------------------------------------------------------------
@@ -175,12 +184,15 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         y = check_labels(y, X.shape[0])
         classes = self._fit_classes(y)
         self._checked_params()  # before lam = 1/(C N): C = 0 is a parameter error, not a division
+        scaling = self._new_scaling()
+        if scaling is not None:
+            X = scaling.fit_rows(X)
         N = X.shape[0]
         lam = self.lam if self.lam is not None else 1.0 / (self.C * N)
         engine = self._new_engine(classes, lam)
         engine.set_features(X.shape[1])
         yi = self._encode(y, classes, engine.binary)
-        self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
+        self.classes_, self._engine, self.n_features_in_, self._scaling = classes, engine, X.shape[1], scaling
         rng = np.random.default_rng(self.random_state)
         F = engine.ck.n_kernels
         fast = N * N * (F + 3) * 8 <= KERNEL_CACHE_BYTES  # as fit_pass_blocked counts
@@ -218,12 +230,15 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
             classes = self._first_classes(classes)
             engine = self._new_engine(classes)
             engine.set_features(X.shape[1])
+            scaling = self._new_scaling()
         else:
             self._same_classes(classes)
-            engine, classes = self._engine, self.classes_
+            engine, classes, scaling = self._engine, self.classes_, self._scaling
         yi = self._encode(y, classes, engine.binary)
         # Everything is checked: commit.
-        self._engine, self.classes_, self.n_features_in_ = engine, classes, X.shape[1]
+        if scaling is not None:
+            X = scaling.learn_rows(X)
+        self._engine, self.classes_, self.n_features_in_, self._scaling = engine, classes, X.shape[1], scaling
         for i in range(X.shape[0]):
             stream_step(engine, X[i], yi[i], self.switch_after)
         return self
@@ -233,7 +248,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     def decision_function(self, X):
         """Scores: shape (n,) for two classes (positive means ``classes_[1]``), else (n, n_classes)."""
         engine = self._fitted_engine()
-        s = engine.scores_many(self._rows(X))
+        s = engine.scores_many(self._scaled(self._rows(X)))
         return s[:, 0] if engine.binary else s
 
     def predict(self, X):

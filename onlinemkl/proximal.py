@@ -97,7 +97,16 @@ _FLAT_BUDGET_DOC = _COMMON_DOC.replace("""    budget : int or None; eviction : {
         examples carry the largest coefficients, so 'oldest' costs accuracy on
         stationary data (the averaged model, which weights each example by its time
         in the model, the most).
-""")
+""") + """    scale : {'auto', True, False}, default 'auto'
+        The learner's own standardisation of its inputs, for raw features of any units (the
+        default kernels are meant for standardised ones).  'auto': the inputs are used as they
+        come until a learnt value shows they are not standardised (magnitude above
+        ``max(10, 2 sqrt(n))`` at the n-th example, which no standardised stream reaches), then
+        every feature is standardised (mean and deviation estimated over its first 50 values,
+        then frozen; ``fit`` uses the whole set's); standardised inputs reach the learner bit for
+        bit as they come.  True: always; False: never.  The statistics are saved with the model
+        (:mod:`onlinemkl._scaling`).
+"""
 
 
 class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
@@ -132,7 +141,7 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
     def __init__(self, kernels=None, explicit_groups=None, loss="hinge", regularizer="sq_l21", lam=1e-4, q=1.5,
                  sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto",
                  average=False, budget=None, eviction="least_impact", replay="auto",
-                 replay_window=DEFAULT_WINDOW, n_epochs=1, random_state=None, group_steps="equal"):
+                 replay_window=DEFAULT_WINDOW, n_epochs=1, random_state=None, group_steps="equal", scale="auto"):
         store_params(self, locals())
 
     def _new_engine(self, classes):
@@ -149,7 +158,10 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
         engine = self._new_engine(classes)
         engine.set_features(X.shape[1])
         yi = self._encode(y, classes, len(classes) == 2)
-        self.classes_, self._engine, self.n_features_in_ = classes, engine, X.shape[1]
+        scaling = self._new_scaling()
+        if scaling is not None:
+            X = scaling.fit_rows(X)
+        self.classes_, self._engine, self.n_features_in_, self._scaling = classes, engine, X.shape[1], scaling
         rng = np.random.default_rng(self.random_state)
         for _ in range(self.n_epochs):
             self._learn_rows(engine, X, yi, rng.permutation(X.shape[0]))
@@ -164,15 +176,18 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
             classes = self._first_classes(classes)
             engine = self._new_engine(classes)
             engine.set_features(X.shape[1])
+            scaling = self._new_scaling()
         else:
-            engine, classes = self._engine, self.classes_
+            engine, classes, scaling = self._engine, self.classes_, self._scaling
         yi = self._encode(y, classes, len(classes) == 2)
-        self._engine, self.classes_, self.n_features_in_ = engine, classes, X.shape[1]
+        if scaling is not None:
+            X = scaling.learn_rows(X)
+        self._engine, self.classes_, self.n_features_in_, self._scaling = engine, classes, X.shape[1], scaling
         self._learn_rows(engine, X, yi, range(X.shape[0]))
         return self
 
     def decision_function(self, X):
-        s = self._fitted_engine().scores_many(self._rows(X))
+        s = self._fitted_engine().scores_many(self._scaled(self._rows(X)))
         return s[:, 0] if len(self.classes_) == 2 else s
 
     def predict(self, X):
@@ -216,7 +231,7 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
     def __init__(self, kernels=None, explicit_groups=None, loss="squared", epsilon=0.1, regularizer="sq_l21",
                  lam=1e-2, q=1.5, sigma=1.0, l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=0.1,
                  gamma=None, average=True, budget=None, eviction="least_impact", replay=0,
-                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None, group_steps="equal"):
+                 replay_window=DEFAULT_WINDOW, n_epochs=3, random_state=None, group_steps="equal", scale="auto"):
         store_params(self, locals())
 
     def _new_engine(self):
@@ -227,7 +242,10 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
         y = self._targets(y, X.shape[0])
         engine = self._new_engine()
         engine.set_features(X.shape[1])
-        self._engine, self.n_features_in_ = engine, X.shape[1]
+        scaling = self._new_scaling()
+        if scaling is not None:
+            X = scaling.fit_rows(X)
+        self._engine, self.n_features_in_, self._scaling = engine, X.shape[1], scaling
         rng = np.random.default_rng(self.random_state)
         for _ in range(self.n_epochs):
             for i in rng.permutation(X.shape[0]):
@@ -241,12 +259,15 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
         if first:
             engine = self._new_engine()
             engine.set_features(X.shape[1])
+            scaling = self._new_scaling()
         else:
-            engine = self._engine
-        self._engine, self.n_features_in_ = engine, X.shape[1]
+            engine, scaling = self._engine, self._scaling
+        if scaling is not None:
+            X = scaling.learn_rows(X)
+        self._engine, self.n_features_in_, self._scaling = engine, X.shape[1], scaling
         for i in range(X.shape[0]):
             engine.stream_learn(X[i], y[i])
         return self
 
     def predict(self, X):
-        return self._fitted_engine().predict_many(self._rows(X))
+        return self._fitted_engine().predict_many(self._scaled(self._rows(X)))

@@ -51,6 +51,12 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         "        where the regulariser is strongly convex (otherwise no projection), with\n"
         "        ``L(0)`` the mean loss at ``theta = 0`` of the sequences seen so far:\n"
         "        ``cost * mean length`` (SVM) or ``log(n_labels) * mean length`` (CRF).\n") + """
+    scale : {'auto', True, False}, default 'auto'
+        The labeller's own standardisation of its inputs (positions are its rows), as
+        :class:`onlinemkl.ProximalMKLClassifier`'s: 'auto' standardises every feature once a
+        learnt value shows the inputs are not standardised; standardised inputs reach the
+        learner bit for bit.  True: always; False: never.
+
     Notes
     -----
     Inputs: ``xs`` is one sequence: a 2-D array or a list of rows (one row of numbers
@@ -99,16 +105,18 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
 
     def __init__(self, kernels=None, loss="svm", cost=1.0, regularizer="sq_l21", lam=1e-4, q=1.5, sigma=1.0,
                  l1_ratio=1.0, group_weights=None, schedule="invsqrt", eta0=1.0, gamma="auto", average=False,
-                 budget=None, eviction="oldest", n_epochs=1, random_state=None, max_features=MAX_FEATURES):
+                 budget=None, eviction="oldest", n_epochs=1, random_state=None, max_features=MAX_FEATURES,
+                 scale="auto"):
         store_params(self, locals())
 
-    _STATE_ATTRS = ("_engine", "_features", "_labels", "_array_input")
+    _STATE_ATTRS = ("_engine", "_features", "_labels", "_array_input", "_scaling")
 
     def _ensure_engine(self):
         if hasattr(self, "_engine"):
             return
         check_feature_cap(self.max_features, None)
         self._engine = self._new_engine()
+        self._scaling = self._new_scaling()
         self._features = FeatureMap(max_features=self.max_features)
         self._labels = LabelMap()
         self._array_input = None
@@ -245,6 +253,8 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         idx = np.array([self._labels.add(y) for y in ys], dtype=np.int64)
         if len(self._labels) > self._engine.n_labels:
             self._engine.set_n_labels(len(self._labels))
+        if self._scaling is not None:
+            X = self._scaling.learn_rows(X)  # the positions in order, as a stream of rows
         self._engine.learn(np.ascontiguousarray(X), idx)
 
     def fit(self, X_seqs, y_seqs):
@@ -280,7 +290,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             return []
         if not hasattr(self, "_engine") or not len(self._labels):
             return [None] * L
-        X = self._rows(xs, grow=False)
+        X = self._scaled(self._rows(xs, grow=False))
         path = self._engine.predict(np.ascontiguousarray(X))
         labels = self._labels.labels
         return [labels[i] for i in path]
@@ -320,6 +330,9 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         params, arrays = state_with_settings(self._engine)
         state = {"fitted": True, "engine": params, "labels": list(self._labels.labels),
                  "features": list(self._features.names), "array_input": self._array_input}
+        if self._scaling is not None:
+            state["scaling"], scaling_arrays = self._scaling.state()
+            arrays = {**arrays, **scaling_arrays}
         return state, arrays
 
     def _set_state(self, state, arrays):
@@ -347,6 +360,13 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
                     raise ValueError("feature names saved for a model trained on arrays")
                 if array_input is None and (n_feat or self._engine.n_support):
                     raise ValueError("a model without input kind has features or stored positions")
+                if state.get("scaling") is None:
+                    self._scaling = None
+                    self.scale = False  # a file written before the parameter (or with scale=False)
+                elif self._scaling is None:
+                    raise ValueError("the state holds input scaling statistics but the labeller has scale=False")
+                else:
+                    self._scaling.restore(state["scaling"], arrays, n_feat)
         except BaseException:
             self._forget()
             raise

@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._proba import class_probabilities
+from ._scaling import InputScaling
 from ._sync import ModelLock
 from ._validation import check_rows, check_target, first_out_of_range, float_array, writeable_contiguous
 from .engine import engine_for_state, kernels_of_state, state_with_settings
@@ -70,7 +71,21 @@ class EngineEstimator(ModelLock, BaseEstimator):
     estimator can be shared by several threads.
     """
 
+    _scaling = None  # the input scaling (onlinemkl._scaling.InputScaling) of the scale parameter, if any
+
     # -- input ------------------------------------------------------------------------------
+
+    def _new_scaling(self):
+        """A fresh input scaling of the ``scale`` parameter (validated); None for ``scale=False`` and for
+        the estimators without the parameter (the mini-batch ones standardise every window themselves)."""
+        scale = getattr(self, "scale", False)
+        if scale is False:
+            return None
+        return InputScaling(scale)
+
+    def _scaled(self, X):
+        """Rows to predict as the learner sees them (the input scaling applied, statistics unchanged)."""
+        return X if self._scaling is None else self._scaling.rows(X)
 
     def _rows(self, X, first=False):
         """Validated float64 rows; after the first fit, with the fitted number of features."""
@@ -119,6 +134,9 @@ class EngineEstimator(ModelLock, BaseEstimator):
         params, arrays = state_with_settings(self._engine)
         face_state, face_arrays = self._face_state()
         state = {"fitted": True, "engine": params, "n_features_in_": int(self.n_features_in_), **face_state}
+        if self._scaling is not None:
+            state["scaling"], scaling_arrays = self._scaling.state()
+            face_arrays = {**face_arrays, **scaling_arrays}
         return state, {**arrays, **face_arrays}
 
     def _set_state(self, state, arrays):
@@ -138,8 +156,16 @@ class EngineEstimator(ModelLock, BaseEstimator):
             n_in = int(state["n_features_in_"])
             if n_in != engine.n_features or n_in < 1:
                 raise ValueError(f"n_features_in_={n_in} but the engine has {engine.n_features} features")
+            scaling = None
+            if state.get("scaling") is not None:
+                if getattr(self, "scale", False) is False:
+                    raise ValueError("the state holds input scaling statistics but the estimator has scale=False")
+                scaling = InputScaling(self.scale)
+                scaling.restore(state["scaling"], arrays, n_in)
+        if scaling is None and getattr(self, "scale", False) is not False:
+            self.scale = False  # a file written before the parameter (or with scale=False): inputs as they come
         self.__dict__.update(attrs)
-        self._engine, self.n_features_in_ = engine, n_in
+        self._engine, self.n_features_in_, self._scaling = engine, n_in, scaling
 
 
 class EngineClassifier(EngineEstimator):

@@ -20,11 +20,16 @@ from onlinemkl.river import (NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRe
 DATA = list(datasets.ImageSegments().take(260))
 TRAIN, TEST = DATA[:220], [x for x, _ in DATA[220:]]
 
+#: ImageSegments is raw (values up to ~1e3): models that each standardised their inputs themselves
+#: do not merge (test_models_standardised_apart_are_refused), so the merge's arithmetic is tested
+#: on the inputs as they come.
+RAW = dict(scale=False)
+
 LEARNERS = {
-    "obscure_p2": (OBSCUREClassifier, dict(p=2.0, switch_after=None, replay=0)),
-    "obscure_p15": (OBSCUREClassifier, dict(p=1.5, switch_after=None, replay=0)),
-    "proximal": (ProximalMKLClassifier, dict(replay=0)),
-    "proximal_avg": (ProximalMKLClassifier, dict(replay=0, average=True, explicit_groups=(None,))),
+    "obscure_p2": (OBSCUREClassifier, dict(p=2.0, switch_after=None, replay=0, **RAW)),
+    "obscure_p15": (OBSCUREClassifier, dict(p=1.5, switch_after=None, replay=0, **RAW)),
+    "proximal": (ProximalMKLClassifier, dict(replay=0, **RAW)),
+    "proximal_avg": (ProximalMKLClassifier, dict(replay=0, average=True, explicit_groups=(None,), **RAW)),
 }
 
 
@@ -120,6 +125,23 @@ def test_divergence_from_an_empty_model_is_the_squared_norm(name):
     assert merge([a, empty], [1.0, 0.0]).n_support_ == a.n_support_
 
 
+@pytest.mark.parametrize("cls", [OBSCUREClassifier, ProximalMKLClassifier])
+def test_models_standardised_apart_are_refused(cls):
+    """Two models that standardised raw inputs (scale='auto') on their own halves store rows in
+    different units: merge and divergence refuse them, naming a feature; copies of one model (the
+    same statistics) and a model that stores nothing merge, the statistics kept."""
+    a, b = two_models(cls, dict(replay=0))
+    assert a._scaling.live and b._scaling.live
+    with pytest.raises(ValueError, match="standardise their inputs differently .feature 'region-centroid-col'"):
+        merge([a, b])
+    with pytest.raises(ValueError, match="standardise their inputs differently"):
+        divergence(a, b)
+    for m in (merge([a, a]), merge([a, cls(replay=0)])):
+        assert np.array_equal(m._scaling.count, a._scaling.count)
+        assert np.array_equal(m._scaling.mean, a._scaling.mean) and np.array_equal(m._scaling.m2, a._scaling.m2)
+        assert m.predict_one(TEST[0]) == a.predict_one(TEST[0])
+
+
 def test_divergence_of_the_merge_is_between():
     """||m - a||^2 with m = (a + b) / 2 is a quarter of ||a - b||^2 (the RKHS geometry)."""
     cls, kw = LEARNERS["proximal"]
@@ -131,7 +153,7 @@ def test_divergence_of_the_merge_is_between():
 @pytest.mark.parametrize("cls, eviction", [(OBSCUREClassifier, "oldest"), (ProximalMKLClassifier, "oldest"),
                                            (ProximalMKLClassifier, "least_impact")])
 def test_compression_back_to_the_budget(cls, eviction):
-    kw = dict(budget=40, eviction=eviction, replay=0)
+    kw = dict(budget=40, eviction=eviction, replay=0, **RAW)
     a, b = two_models(cls, kw)
     assert a.n_support_ == b.n_support_ == 40
     m = merge([a, b])
@@ -149,7 +171,7 @@ def test_compression_back_to_the_budget(cls, eviction):
 
 
 def test_regressor_merge_pools_the_target_statistics():
-    kw = dict(replay=0)
+    kw = dict(replay=0, **RAW)
     a, b = ProximalMKLRegressor(**kw), ProximalMKLRegressor(**kw)
     for i, (x, _) in enumerate(TRAIN[:100]):
         (a if i % 2 else b).learn_one(x, float(i % 7))
@@ -221,7 +243,7 @@ def test_minibatch_dynamic_averaging_with_a_threshold():
 
 def test_many_budgeted_models_merge_in_pairs():
     """[a, a, b, b] merges as ((a, a), (b, b)) -> (a, b): the same model as merging [a, b]."""
-    kw = dict(budget=40, eviction="least_impact", replay=0)
+    kw = dict(budget=40, eviction="least_impact", replay=0, **RAW)
     a, b = two_models(ProximalMKLClassifier, kw)
     m4, m2 = merge([a, a, b, b]), merge([a, b])
     assert m4.n_support_ == m2.n_support_ == 40
@@ -300,7 +322,7 @@ def test_labels_written_as_text_and_as_numbers_merge_into_one_class(cls):
     """One model learnt the classes as a CSV file's text ('1'), the other as JSON numbers (1): the
     merge has each class once, named as the first model names it, and its scores are the mean."""
     names = sorted({y for _, y in TRAIN})
-    a, b = cls(replay=0), cls(replay=0)
+    a, b = cls(replay=0, **RAW), cls(replay=0, **RAW)
     for x, y in TRAIN[0::2]:
         a.learn_one(x, str(names.index(y)))
     for x, y in TRAIN[1::2]:

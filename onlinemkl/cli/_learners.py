@@ -74,6 +74,11 @@ _FEATURE_HASHING = {"feature_hashing": ("none", "hash feature names into this ma
 
 _REPLAY_SEED = {"seed": ("none", "seed of the replay draws, an int (none: 0, so that a run repeats itself)")}
 
+#: The per-example learners' own standardisation of raw inputs.
+_SCALE = {"scale": ("auto", "standardise the inputs inside the learner: auto (every feature, once a learnt value "
+                            "shows the inputs are not standardised; standardised inputs untouched), true (always) "
+                            "or false (never)")}
+
 LEARNERS = {
     "obscure": LearnerSpec(
         name="obscure",
@@ -98,7 +103,7 @@ LEARNERS = {
                                "while the buffer has room, "
                                "from the reservoir once it is full)"),
             "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
-            **_FEATURE_CAP, **_FEATURE_HASHING, **_REPLAY_SEED,
+            **_FEATURE_CAP, **_FEATURE_HASHING, **_REPLAY_SEED, **_SCALE,
         },
     ),
 }
@@ -144,7 +149,7 @@ LEARNERS["proximal"] = LearnerSpec(
                                      "joined by '|', groups by ';', e.g. a|b;c"),
          "loss": ("hinge", "'hinge' (Crammer-Singer) or 'logistic' (multinomial)")},
         {"group_steps": ("norms", "how a step is split among the kernels: 'norms' (a larger share to the kernels "
-                                  "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED}),
+                                  "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED, **_SCALE}),
 )
 LEARNERS["proximal-regressor"] = LearnerSpec(
     name="proximal-regressor",
@@ -158,7 +163,7 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
          "loss": ("squared", "'squared' or 'epsilon_insensitive'"),
          "epsilon": ("0.1", "the width of loss=epsilon_insensitive (in standardised target units)")},
         {"group_steps": ("norms", "how a step is split among the kernels: 'norms' (a larger share to the kernels "
-                                  "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED}),
+                                  "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED, **_SCALE}),
 )
 
 LEARNERS["polymkl"] = LearnerSpec(

@@ -39,6 +39,12 @@ What is averaged, per learner:
 * **The sequence labeller**: :mod:`onlinemkl.distributed.sequence` (emission expansion as
   proximal MKL, transition scores averaged entrywise).
 
+The learners' own input standardisation (``scale``, :mod:`onlinemkl._scaling`) is not averaged:
+stored rows are in the units of their model's statistics, so models merge (and have a divergence)
+only when their statistics agree feature by feature (none standardised, e.g. a scaler upstream,
+or the same frozen estimates, as after a synchronisation); otherwise :func:`check_scalings`
+refuses them, naming the first feature that differs.
+
 The models' feature names and labels are aligned by name first (the first model's columns
 and label indices come first; later models' new names are appended in order), so workers
 that saw features or classes in different orders merge correctly.
@@ -61,7 +67,7 @@ from ..engines.proximal import ProximalEngine
 from ..engines.sequence import SequenceEngine
 from ..features import label_key
 from ..kernel_arrays import block_kernels
-from ._common import _params, _union, fresh_clone
+from ._common import _merged_scaling, _params, _union, check_scalings, fresh_clone
 from .compress import compress, group_norms
 from .minibatch import merge_minibatch, minibatch_divergence
 from .sequence import learnt, merge_sequence, sequence_divergence
@@ -71,7 +77,7 @@ _co = lazy_module("obscure")
 _cf = lazy_module("fobos")
 
 __all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of", "check_learner",
-           "state_nbytes"]
+           "state_nbytes", "check_scalings"]
 
 
 def kind_of(learner) -> str:
@@ -284,6 +290,7 @@ def merge_states(learner, states, weights=None):
     weights = _check_states(states, weights, learner)
     if len(states) == 1:
         return states[0]
+    check_scalings(states)
     if len(states) > 2 and learner._engine.buf.budget is not None:
         return _merge_tree(learner, states, weights)
     exps = [_Expansion(kind, s) for s in states]
@@ -306,7 +313,7 @@ def merge_states(learner, states, weights=None):
         else:
             theta_sq = group_norms(u.coef, B, K)[0]
     _write(u, eng, theta_sq, states, weights)
-    return tmp._get_state()
+    return _merged_scaling(tmp._get_state(), states)
 
 
 def _merge_tree(learner, states, weights):
@@ -414,6 +421,7 @@ def state_divergence(learner, a, b) -> float:
         _check_states([a, b], None, learner)
         return sequence_divergence(learner, a, b)
     _check_states([a, b], None, learner)
+    check_scalings([a, b])
     exps = [_Expansion(kind, s) for s in (a, b)]
     names = _union(e.names for e in exps)
     labels = _union((e.labels for e in exps), label_key)

@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 from .._lazy import lazy_module
 from ..features import label_key
 from ..kernel_arrays import block_kernels
-from ._common import _union, fresh_clone
+from ._common import _merged_scaling, _union, check_scalings, fresh_clone
 
 _cf = lazy_module("fobos")
 _cs = lazy_module("sequence")
@@ -183,6 +183,7 @@ def merge_sequence(learner, states, weights):
     """The weighted average of two or more fitted labeller states (``weights`` normalised, one
     per state; see the module docstring).  :func:`onlinemkl.distributed.merge.merge_states`
     leaves unfitted states out and merges more than two budgeted models in pairs."""
+    check_scalings(states)
     fitted, models, names, labels = _models(states, weights)
     w = np.asarray(weights, dtype=float)
     u = _Union(models, w, names, labels)
@@ -196,7 +197,7 @@ def merge_sequence(learner, states, weights):
             K = K[:, kept][:, :, kept]
         theta_sq = _emission_norms(u.coef, u.beta, K)
     _write(u, eng, theta_sq, fitted, w)
-    return tmp._get_state()
+    return _merged_scaling(tmp._get_state(), states)
 
 
 def _compress(u, eng, budget):
@@ -276,6 +277,7 @@ def _write(u, eng, theta_sq, fitted, w):
 def sequence_divergence(learner, a, b) -> float:
     """Squared RKHS distance of the emission parts plus squared Frobenius distance of the
     transition groups of two labeller states (module docstring)."""
+    check_scalings([s for s in (a, b) if learnt(s)])
     fitted, models, names, labels = _models([a, b], [1.0, 1.0])
     if len(models) < 2:  # an unfitted model is the zero model
         if not models:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._proba import class_probabilities
+from .._scaling import InputScaling
 from .._sync import ModelLock, _lock_of
 from .._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_target_value,
                            with_upstream_hint)
@@ -72,14 +73,25 @@ class EngineAdapter(ModelLock):
     by several threads.
     """
 
+    _scaling = None  # the input scaling (onlinemkl._scaling.InputScaling) of the scale parameter, if any
+
     def _attach(self, engine, features: FeatureMap, labels: LabelMap | None = None) -> None:
         self._engine = engine
         self._features = features
+        self._scaling = self._new_scaling()
         if labels is not None:
             self._labels = labels
         self._link()
         if features.hashing is not None:  # fixed columns from the start
             engine.set_features(len(features), features.lookup)
+
+    def _new_scaling(self):
+        """The input scaling of the ``scale`` parameter (validated); None for ``scale=False`` and for
+        the learners without the parameter (the mini-batch ones standardise every window themselves)."""
+        scale = getattr(self, "scale", False)
+        if scale is False:
+            return None
+        return InputScaling(scale)
 
     def _feature_map(self, ordered: str = "arrival") -> FeatureMap:
         """The feature map of the ``max_features`` and ``feature_hashing`` parameters (validated)."""
@@ -113,21 +125,29 @@ class EngineAdapter(ModelLock):
         """The validated float64 row of ``x`` over the engine's features; with ``grow`` new features
         get columns (after every value is checked, so a rejected example changes nothing)."""
         f = self._features
+        sc = self._scaling
         try:
             if not grow:
-                return f.encode(x, False)
+                row = f.encode_large(x, False)[0]
+                return row if sc is None or not sc.live else sc.rows(row)
             n_before = len(f.names)
-            row = f.encode(x, True)
+            row, large = f.encode_large(x, True)
         except _BAD_VALUE as exc:
             raise with_upstream_hint(exc) from None
         if len(f.names) != n_before:
             self._engine.set_features(len(f.names), f.lookup)
+        if sc is not None:
+            if large or sc.live or sc.mode is True:
+                row = sc.learn_row(row, large)
+            else:  # 'auto' on inputs that look standardised (most calls): only the count of examples
+                sc.seen += 1
         return row
 
     def _frame_rows(self, X) -> np.ndarray:
         """The float64 rows of a DataFrame over the engine's features (unknown columns dropped)."""
         with upstream_hint():
-            return self._features.frame(X, width=self._engine.n_features)
+            rows = self._features.frame(X, width=self._engine.n_features)
+        return rows if self._scaling is None else self._scaling.rows(rows)
 
     def _frame_examples(self, X, y, check_label, what="label") -> list:
         """``[(dict, label)]`` of a DataFrame and its labels for ``learn_many``, every value and label
@@ -187,6 +207,9 @@ class EngineAdapter(ModelLock):
     def _get_state(self):
         params, arrays = state_with_settings(self._engine)
         state = {"engine": params, "features": list(self._features.names)}
+        if self._scaling is not None:
+            state["scaling"], scaling_arrays = self._scaling.state()
+            arrays = {**arrays, **scaling_arrays}
         if hasattr(self, "_labels"):
             state["labels"] = list(self._labels.labels)
         extra_state, extra_arrays = self._adapter_state()
@@ -224,6 +247,21 @@ class EngineAdapter(ModelLock):
                 self._labels = labels
             elif getattr(self._engine, "n_outputs", 1) != 1:
                 raise ValueError(f"a regressor has 1 output; the engine has {self._engine.n_outputs}")
+            scaling = self._restored_scaling(state, arrays, len(features))
             self._features = features
+            self._scaling = scaling
             self._link()
             self._restore_adapter(state, arrays)
+
+    def _restored_scaling(self, state, arrays, n_features):
+        """The input scaling a state holds, checked; a state without one (a file written before the
+        ``scale`` parameter, or with ``scale=False``) makes the model ``scale=False``."""
+        if state.get("scaling") is None:
+            if getattr(self, "scale", False) is not False:
+                self.scale = False
+            return None
+        if getattr(self, "scale", False) is False:
+            raise ValueError("the state holds input scaling statistics but the learner has scale=False")
+        scaling = InputScaling(self.scale)
+        scaling.restore(state["scaling"], arrays, n_features)
+        return scaling

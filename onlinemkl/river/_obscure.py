@@ -26,7 +26,8 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
     values and may appear at any time (multiclass Crammer-Singer hinge); with
     ``loss='hinge'`` it is a binary classifier of True/False labels (river's
     binary convention) with the binary hinge loss.  Features may appear, disappear and come in any order: a missing
-    feature reads 0, so put a ``StandardScaler`` in front.  Kernel groups are
+    feature reads 0, so put a ``StandardScaler`` in front (raw features of large magnitude are
+    standardised by the learner itself, ``scale='auto'``).  Kernel groups are
     tuples of feature *names*.  A feature that first appears mid-stream joins
     the kernels on all features (``group=None``) and any group that names it
     (stored examples read 0 there); relative bandwidths (``gamma=None``,
@@ -86,6 +87,10 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
         Seed of the replay draws, the model's only randomness (river's convention for the
         parameter; :class:`onlinemkl.OBSCUREClassifier`'s ``random_state``).  None: seed 0, so
         that a run repeats itself; an int: another sequence of draws.
+    scale
+        'auto', True or False: the learner's own standardisation of its inputs, as
+        :class:`onlinemkl.OBSCUREClassifier`'s ('auto': a feature is standardised once a learnt
+        value of magnitude above 10 arrives; a standardised stream passes bit for bit).
 
     Examples
     --------
@@ -102,7 +107,7 @@ class OBSCUREClassifier(EngineAdapter, base.Classifier):
                  pegasos: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  loss: str = "multiclass_hinge", replay: int | str = "auto", replay_window: int = DEFAULT_WINDOW,
                  max_features: int | None = MAX_FEATURES, feature_hashing: int | None = None,
-                 seed: int | None = None):
+                 seed: int | None = None, scale: bool | str = "auto"):
         store_params(self, locals())
         # Validate now: a bad parameter fails at construction, not mid-stream.
         self._attach(self._new_engine(), self._feature_map(), LabelMap())

@@ -42,7 +42,9 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     moves two classes' weights; :func:`onlinemkl.engines.proximal_setup.check_eta0`); a number is
     used for any number of classes.  ``seed``: the seed of the replay draws, the model's only
     randomness (river's convention; the array face's ``random_state``); None: seed 0, so that a run
-    repeats itself.
+    repeats itself.  ``scale`` ('auto', True or False): the learner's own standardisation of its
+    inputs, as :class:`onlinemkl.ProximalMKLClassifier`'s ('auto': a feature is standardised once
+    a learnt value of magnitude above 10 arrives; a standardised stream passes bit for bit).
 
     Examples
     --------
@@ -60,7 +62,8 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
                  eta0: float | str = "auto", gamma: float | str | None = "auto", average: bool = False,
                  budget: int | None = None, eviction: str = "least_impact", replay: int | str = "auto",
                  replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
-                 feature_hashing: int | None = None, group_steps: str = "norms", seed: int | None = None):
+                 feature_hashing: int | None = None, group_steps: str = "norms", seed: int | None = None,
+                 scale: bool | str = "auto"):
         store_params(self, locals())
         self._attach(self._new_engine(), self._feature_map(), LabelMap())
 
@@ -151,8 +154,9 @@ class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
     (the same total step), so the kernel a stream needs learns faster than under the equal
     split (:mod:`onlinemkl._core.group_steps`).
     ``max_features`` and ``feature_hashing`` as :class:`onlinemkl.river.OBSCUREClassifier`'s.
-    ``seed``: the seed of the replay draws (with ``replay > 0``; river's
-    convention, the array face's ``random_state``); None: seed 0.
+    ``seed``: the seed of the replay draws (with ``replay > 0``; river's convention, the array
+    face's ``random_state``); None: seed 0.  ``scale``: as the classifier's (the learner's own
+    standardisation of raw inputs; 'auto' by default).
 
     Examples
     --------
@@ -173,7 +177,8 @@ class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
                  schedule: str = "invsqrt", eta0: float = 0.3, gamma: float | str | None = None,
                  average: bool = False, budget: int | None = None, eviction: str = "least_impact",
                  replay: int = 0, replay_window: int = DEFAULT_WINDOW, max_features: int | None = MAX_FEATURES,
-                 feature_hashing: int | None = None, group_steps: str = "norms", seed: int | None = None):
+                 feature_hashing: int | None = None, group_steps: str = "norms", seed: int | None = None,
+                 scale: bool | str = "auto"):
         store_params(self, locals())
         self._attach(self._new_engine(), self._feature_map())
 
