@@ -135,3 +135,18 @@ def test_a_scaled_pipeline_merges_its_scaler_statistics():
     assert model.predict_one(DATA[0][0]) in (True, False)
     with pytest.raises(TypeError, match="pipeline step MinMaxScaler"):
         fit_local(preprocessing.MinMaxScaler() | ProximalMKLClassifier(), SHARDS)
+
+
+def test_dynamic_averaging_on_raw_inputs_with_the_default_scaling():
+    """Workers that standardise raw inputs themselves (scale='auto') estimate their statistics on
+    their own shards; every synchronisation merges them in pooled units and the model learns."""
+    from river import datasets
+
+    from onlinemkl.distributed import DynamicAveraging, fit_local
+    from onlinemkl.river import OBSCUREClassifier
+
+    data = list(datasets.ImageSegments().take(700))
+    model, log = fit_local(OBSCUREClassifier(budget=150), [data[0:600:2], data[1:600:2]],
+                           sync=DynamicAveraging(0.0, period=100))
+    assert log.syncs >= 2 and model._scaling.live
+    assert sum(model.predict_one(x) == y for x, y in data[600:]) >= 80

@@ -20,9 +20,9 @@ from onlinemkl.river import (NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRe
 DATA = list(datasets.ImageSegments().take(260))
 TRAIN, TEST = DATA[:220], [x for x, _ in DATA[220:]]
 
-#: ImageSegments is raw (values up to ~1e3): models that each standardised their inputs themselves
-#: do not merge (test_models_standardised_apart_are_refused), so the merge's arithmetic is tested
-#: on the inputs as they come.
+#: ImageSegments is raw (values up to ~1e3).  Models that each standardised their inputs themselves
+#: merge in pooled units (test_models_standardised_apart_merge_in_pooled_units), not bit for bit
+#: with a reference, so the merge's arithmetic is tested on the inputs as they come.
 RAW = dict(scale=False)
 
 LEARNERS = {
@@ -126,20 +126,41 @@ def test_divergence_from_an_empty_model_is_the_squared_norm(name):
 
 
 @pytest.mark.parametrize("cls", [OBSCUREClassifier, ProximalMKLClassifier])
-def test_models_standardised_apart_are_refused(cls):
+def test_models_standardised_apart_merge_in_pooled_units(cls):
     """Two models that standardised raw inputs (scale='auto') on their own halves store rows in
-    different units: merge and divergence refuse them, naming a feature; copies of one model (the
-    same statistics) and a model that stores nothing merge, the statistics kept."""
+    their own units: the merge writes both in units pooled over them (Chan's formula), keeps those
+    statistics, and predicts about as well as its parts; copies of one model and a model that
+    stores nothing merge bit for bit, the statistics kept."""
+    from onlinemkl.distributed._common import in_units, unit_frame
+
     a, b = two_models(cls, dict(replay=0))
-    assert a._scaling.live and b._scaling.live
-    with pytest.raises(ValueError, match="standardise their inputs differently .feature 'region-centroid-col'"):
-        merge([a, b])
-    with pytest.raises(ValueError, match="standardise their inputs differently"):
-        divergence(a, b)
-    for m in (merge([a, a]), merge([a, cls(replay=0)])):
-        assert np.array_equal(m._scaling.count, a._scaling.count)
-        assert np.array_equal(m._scaling.mean, a._scaling.mean) and np.array_equal(m._scaling.m2, a._scaling.m2)
-        assert m.predict_one(TEST[0]) == a.predict_one(TEST[0])
+    assert a._scaling.live and b._scaling.live and not np.array_equal(a._scaling.mean, b._scaling.mean)
+    sa, sb = a._get_state(), b._get_state()
+    frame = unit_frame([sa, sb])
+    name = "region-centroid-col"
+    (ja, jb) = (a._features.columns[name], b._features.columns[name])
+    na, nb = a._scaling.count[ja], b._scaling.count[jb]
+    assert frame[name][0] == na + nb
+    assert frame[name][1] == pytest.approx((na * a._scaling.mean[ja] + nb * b._scaling.mean[jb]) / (na + nb))
+    m = merge([a, b])
+    j = m._features.columns[name]
+    assert m._scaling.count[j] == na + nb and m._scaling.mean[j] == pytest.approx(frame[name][1])
+    # a stored row of b, back in raw units, is the same value read through either statistics
+    S = sb[1]["buf.S"][:3, :len(b._features)]
+    moved = in_units(S, list(b._features.names), sb, frame)
+    sd = lambda n, m2: np.sqrt(m2 / n)  # noqa: E731
+    raw_b = S[:, jb] * sd(nb, b._scaling.m2[jb]) + b._scaling.mean[jb]
+    raw_f = moved[:, jb] * sd(frame[name][0], frame[name][2]) + frame[name][1]
+    assert np.allclose(raw_b, raw_f)
+    assert divergence(a, b) == pytest.approx(divergence(b, a)) and divergence(a, b) > 0
+    labels = [y for _, y in DATA[220:]]
+    acc = {k: np.mean([mod.predict_one(x) == y for x, y in zip(TEST, labels)]) for k, mod in (("a", a), ("b", b),
+                                                                                            ("m", m))}
+    assert acc["m"] >= min(acc["a"], acc["b"]) - 0.05, acc
+    for same in (merge([a, a]), merge([a, cls(replay=0)])):
+        assert np.array_equal(same._scaling.count, a._scaling.count)
+        assert np.array_equal(same._scaling.mean, a._scaling.mean) and np.array_equal(same._scaling.m2, a._scaling.m2)
+        assert same.predict_one(TEST[0]) == a.predict_one(TEST[0])
 
 
 def test_divergence_of_the_merge_is_between():

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._scaling import LIMIT
+
 
 def fresh_clone(learner):
     """An unfitted copy of ``learner``'s parameters (river's ``clone``, else scikit-learn's)."""
@@ -52,40 +54,75 @@ def _scaling_of(state) -> dict:
             for j in np.flatnonzero(count > 0) if j < len(names)}
 
 
-def check_scalings(states) -> None:
-    """Raise ``ValueError`` unless the states' input scalings (``scale``) standardise the same
-    features with the same statistics (I_N = 0 is the stored rows' count of every learner's ``istate``):
-    their stored rows are then in the same units."""
-    if not states:
-        return
-    ref = next((i for i, s in enumerate(states) if int(s[1]["istate"][0])), 0)
-    first = _scaling_of(states[ref])
-    for i, state in enumerate(states):
-        other = _scaling_of(state)
-        if other == first or not int(state[1]["istate"][0]):
-            continue
-        name = next(k for k in list(first) + list(other) if first.get(k) != other.get(k))
-        raise ValueError(
-            f"states[{ref}] and states[{i}] standardise their inputs differently (feature {name!r}: "
-            f"{_shown_stats(first.get(name))} vs {_shown_stats(other.get(name))}), so their stored examples are in "
-            "different units and cannot be averaged. Standardise upstream (a scaler fitted once, shared by every "
-            "worker) and build the learners with scale=False, or merge models whose inputs were standardised alike")
+def unit_frame(states) -> dict:
+    """The units a merge writes the models' stored rows in: ``{feature name: (count, mean, m2)}``
+    pooled (Chan et al.'s parallel formula) over every model that stores examples and standardises
+    the feature (the input scaling, ``scale``).  Workers estimate their statistics on their own
+    shards, so they differ; each model's rows go back to its raw units and into these
+    (:func:`in_units`).  Empty when no model standardises anything: the rows are then merged as
+    they are, bit for bit."""
+    pooled: dict = {}
+    for state in states:
+        for name, (n, mean, m2) in _scaling_of(state).items():
+            if name not in pooled:
+                pooled[name] = (n, mean, m2)
+                continue
+            if pooled[name] == (n, mean, m2):  # the same frozen estimate (copies, or after a sync)
+                continue
+            na, ma, qa = pooled[name]
+            total = na + n
+            delta = mean - ma
+            pooled[name] = (total, ma + delta * n / total, qa + m2 + delta * delta * na * n / total)
+    return pooled
 
 
-def _shown_stats(stats) -> str:
-    if stats is None:
-        return "used as it comes"
+def _shift_scale(stats):
     n, mean, m2 = stats
-    return f"mean {mean:.6g}, sd {np.sqrt(m2 / n):.6g} over {n} values"
+    sd = float(np.sqrt(m2 / n)) if n > 0 else 0.0
+    return mean, (sd if sd > 0 else 1.0)
+
+
+def in_units(X, names, state, frame):
+    """Rows ``X`` of ``state`` (columns ``names``) in the units of ``frame`` (:func:`unit_frame`): a
+    column the state standardised goes back to raw units, then every column the frame standardises
+    is standardised by its pooled statistics and clipped as the learner clips it.  ``X`` itself
+    when the state's units are the frame's."""
+    own = _scaling_of(state)
+    if own == frame or not X.shape[0]:
+        return X
+    out = np.array(X, dtype=np.float64, copy=True)
+    for j, name in enumerate(names[:out.shape[1]]):
+        if own.get(name) == frame.get(name):  # this column is in the frame's units already
+            continue
+        if name in own:
+            shift, scale = _shift_scale(own[name])
+            out[:, j] = out[:, j] * scale + shift
+        if name in frame:
+            shift, scale = _shift_scale(frame[name])
+            out[:, j] = np.clip((out[:, j] - shift) / scale, -LIMIT, LIMIT)
+    return out
+
+
+def check_scalings(states) -> None:
+    """Raise ``ValueError`` unless every state's input scaling holds what :func:`unit_frame` reads:
+    arrays of counts, means and sums of squares of one length, finite, none negative."""
+    for i, (params, arrays) in enumerate(states):
+        if not isinstance(params, dict) or params.get("scaling") is None:
+            continue
+        parts = [np.asarray(arrays.get(f"scaling.{k}", np.zeros(0))) for k in ("count", "mean", "m2")]
+        if len({p.shape for p in parts}) != 1 or not all(np.all(np.isfinite(p)) for p in parts) \
+                or np.any(parts[0] < 0) or np.any(parts[2] < 0):
+            raise ValueError(f"states[{i}] holds an inconsistent input scaling (scaling.count, .mean, .m2)")
 
 
 def _merged_scaling(out, states):
-    """The merged state ``out`` with the input scaling of the models that store examples (which
-    :func:`check_scalings` found equal) over its features, and the most examples any model learnt."""
+    """The merged state ``out`` with the pooled input scaling of the models that store examples
+    (:func:`unit_frame`, the units its rows were written in) over its features, and the most
+    examples any model learnt."""
     params, arrays = out
     if not isinstance(params, dict) or params.get("scaling") is None:
         return out
-    stats = next((_scaling_of(s) for s in states if int(s[1]["istate"][0])), {})
+    stats = unit_frame(states)
     names = _feature_names(params)
     count, mean, m2 = np.zeros(len(names), dtype=np.int64), np.zeros(len(names)), np.zeros(len(names))
     for j, name in enumerate(names):

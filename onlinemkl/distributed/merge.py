@@ -39,11 +39,12 @@ What is averaged, per learner:
 * **The sequence labeller**: :mod:`onlinemkl.distributed.sequence` (emission expansion as
   proximal MKL, transition scores averaged entrywise).
 
-The learners' own input standardisation (``scale``, :mod:`onlinemkl._scaling`) is not averaged:
-stored rows are in the units of their model's statistics, so models merge (and have a divergence)
-only when their statistics agree feature by feature (none standardised, e.g. a scaler upstream,
-or the same frozen estimates, as after a synchronisation); otherwise :func:`check_scalings`
-refuses them, naming the first feature that differs.
+The learners' own input standardisation (``scale``, :mod:`onlinemkl._scaling`): each worker
+estimates its statistics on its own shard, so its stored rows are in its own units.  A merge (and
+a divergence) first writes every model's rows in common units: back to raw units by the model's
+statistics, then standardised by the statistics pooled over the models
+(:func:`~onlinemkl.distributed._common.unit_frame`), which the merged model keeps.  Models whose
+units agree (none standardised, or the same frozen estimates) merge bit for bit as before.
 
 The models' feature names and labels are aligned by name first (the first model's columns
 and label indices come first; later models' new names are appended in order), so workers
@@ -67,7 +68,7 @@ from ..engines.proximal import ProximalEngine
 from ..engines.sequence import SequenceEngine
 from ..features import label_key
 from ..kernel_arrays import block_kernels
-from ._common import _merged_scaling, _params, _union, check_scalings, fresh_clone
+from ._common import _merged_scaling, _params, _union, check_scalings, fresh_clone, in_units, unit_frame
 from .compress import compress, group_norms
 from .minibatch import merge_minibatch, minibatch_divergence
 from .sequence import learnt, merge_sequence, sequence_divergence
@@ -120,7 +121,7 @@ class _Expansion:
     folded), the averaged model's coefficients ``avg`` (proximal, else None), time stamps, and
     the explicit groups' weights ``W`` and averaged weights ``Wbar`` (proximal)."""
 
-    def __init__(self, kind, state):
+    def __init__(self, kind, state, frame=None):
         params, a = state
         eng = params["engine"]
         self.names = list(params["features"])
@@ -128,6 +129,8 @@ class _Expansion:
         d = int(eng["n_features"])
         n = int(a["istate"][0])  # I_N is 0 for both learners
         self.X = a["buf.S"][:n, :d]
+        if frame:  # the rows in the merge's common units (the models standardised their inputs)
+            self.X = in_units(self.X, self.names, state, frame)
         self.stamps = a["buf.tstamp"][:n]
         self.W = self.Wbar = self.avg = None
         if kind == "obscure":
@@ -293,7 +296,8 @@ def merge_states(learner, states, weights=None):
     check_scalings(states)
     if len(states) > 2 and learner._engine.buf.budget is not None:
         return _merge_tree(learner, states, weights)
-    exps = [_Expansion(kind, s) for s in states]
+    frame = unit_frame(states)
+    exps = [_Expansion(kind, s, frame) for s in states]
     u = _Union(kind, exps, weights)
     tmp = _holder(learner, states[0], u.names)
     eng = tmp._engine
@@ -422,7 +426,8 @@ def state_divergence(learner, a, b) -> float:
         return sequence_divergence(learner, a, b)
     _check_states([a, b], None, learner)
     check_scalings([a, b])
-    exps = [_Expansion(kind, s) for s in (a, b)]
+    frame = unit_frame([a, b])
+    exps = [_Expansion(kind, s, frame) for s in (a, b)]
     names = _union(e.names for e in exps)
     labels = _union((e.labels for e in exps), label_key)
     ua, ub = (_Union(kind, [e], np.ones(1), names, labels) for e in exps)

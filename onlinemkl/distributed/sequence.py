@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 from .._lazy import lazy_module
 from ..features import label_key
 from ..kernel_arrays import block_kernels
-from ._common import _merged_scaling, _union, check_scalings, fresh_clone
+from ._common import _merged_scaling, _union, check_scalings, fresh_clone, in_units, unit_frame
 
 _cf = lazy_module("fobos")
 _cs = lazy_module("sequence")
@@ -57,7 +57,7 @@ class _Model:
     """One fitted labeller's state as rows over named columns, class vectors over named labels,
     coefficients and averaged coefficients (scales folded), and the chain (last, averaged)."""
 
-    def __init__(self, state):
+    def __init__(self, state, frame=None):
         params, a = state
         eng = params["engine"]
         self.array_input = params["array_input"]
@@ -70,6 +70,8 @@ class _Model:
         Y = len(self.labels)
         sigma = a["sigma"]
         self.X = a["buf.S"][:n, :d]
+        if frame:  # the rows in the merge's common units (the models standardised their inputs)
+            self.X = in_units(self.X, self.names, state, frame)
         self.stamps = a["buf.tstamp"][:n]
         self.beta = a["beta"][:n, :Y]
         self.coef = a["buf.coef"][:n] * sigma[:F]
@@ -140,7 +142,8 @@ def _models(states, weights):
     """The fitted states (with their weights) and their :class:`_Model`; the union of their
     columns and labels.  ``ValueError`` if they mix input kinds or array widths."""
     fitted = [(s, w) for s, w in zip(states, weights) if learnt(s)]
-    models = [_Model(s) for s, _ in fitted]
+    frame = unit_frame([s for s, _ in fitted])
+    models = [_Model(s, frame) for s, _ in fitted]
     kinds = {m.array_input for m in models if m.array_input is not None}
     if len(kinds) > 1:
         raise ValueError("states mix models trained on arrays and on feature dicts; merge models of one input kind")
