@@ -219,3 +219,13 @@ class InputScaling:
         """``{feature name: (count, mean, m2)}`` of the standardised features (to compare models)."""
         return {names[j]: (int(self.count[j]), float(self.mean[j]), float(self.m2[j]))
                 for j in np.flatnonzero(self.count > 0) if j < len(names)}
+
+
+def scaling_of(estimator):
+    """A fresh :class:`InputScaling` of ``estimator``'s ``scale`` parameter (validated); None for
+    ``scale=False`` and for the learners without the parameter (the mini-batch ones standardise
+    every window themselves)."""
+    scale = getattr(estimator, "scale", False)
+    if scale is False:
+        return None
+    return InputScaling(scale)

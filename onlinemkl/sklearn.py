@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._proba import class_probabilities
-from ._scaling import InputScaling
+from ._scaling import InputScaling, scaling_of
 from ._sync import ModelLock
 from ._validation import check_rows, check_target, first_out_of_range, float_array, writeable_contiguous
 from .engine import engine_for_state, kernels_of_state, state_with_settings
@@ -76,12 +76,8 @@ class EngineEstimator(ModelLock, BaseEstimator):
     # -- input ------------------------------------------------------------------------------
 
     def _new_scaling(self):
-        """A fresh input scaling of the ``scale`` parameter (validated); None for ``scale=False`` and for
-        the estimators without the parameter (the mini-batch ones standardise every window themselves)."""
-        scale = getattr(self, "scale", False)
-        if scale is False:
-            return None
-        return InputScaling(scale)
+        """The input scaling of the ``scale`` parameter (:func:`onlinemkl._scaling.scaling_of`)."""
+        return scaling_of(self)
 
     def _scaled(self, X):
         """Rows to predict as the learner sees them (the input scaling applied, statistics unchanged)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._proba import class_probabilities
-from .._scaling import InputScaling
+from .._scaling import InputScaling, scaling_of
 from .._sync import ModelLock, _lock_of
 from .._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_target_value,
                            with_upstream_hint)
@@ -86,12 +86,8 @@ class EngineAdapter(ModelLock):
             engine.set_features(len(features), features.lookup)
 
     def _new_scaling(self):
-        """The input scaling of the ``scale`` parameter (validated); None for ``scale=False`` and for
-        the learners without the parameter (the mini-batch ones standardise every window themselves)."""
-        scale = getattr(self, "scale", False)
-        if scale is False:
-            return None
-        return InputScaling(scale)
+        """The input scaling of the ``scale`` parameter (:func:`onlinemkl._scaling.scaling_of`)."""
+        return scaling_of(self)
 
     def _feature_map(self, ordered: str = "arrival") -> FeatureMap:
         """The feature map of the ``max_features`` and ``feature_hashing`` parameters (validated)."""
