@@ -22,7 +22,7 @@ class GroupProducts(NamedTuple):
     """One feature group's products between queries ``x_a`` and stored rows ``z_i``: the dot
     products ``dots[a, i]``, the squared norms ``xsq[a]``, ``zsq[i]``, and where the group needs
     them the L1 distances ``l1[a, i]`` and directly summed squared distances ``sqd[a, i]``
-    (``(1, 1)`` placeholders otherwise)."""
+    (arrays of shape ``(1, 1)``, never read, otherwise)."""
 
     dots: np.ndarray
     xsq: np.ndarray
