@@ -77,7 +77,7 @@ def obscure_engine(kernels, n_classes: int, n: int, d: int, budget, rng):
     """An OBSCURE engine (``lam=1e-3``, oldest-first eviction, stage 1) over ``n_classes`` classes
     whose first ``n`` stored rows are filled by :func:`fill_rows`; the caller sets their labels,
     coefficients and the engine's counters."""
-    from onlinemkl.engines.obscure import ObscureEngine, default_p
+    from onlinemkl.obscure.engine import ObscureEngine, default_p
 
     eng = ObscureEngine(kernels, default_p(len(kernels)), None, 1e-3, budget, "oldest", False, False)
     eng.set_features(d)

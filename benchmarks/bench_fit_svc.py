@@ -16,7 +16,7 @@ What is measured
     - ``OBSCURE fit``: ``onlinemkl.OBSCUREClassifier(random_state=0)``, defaults (the default
       kernel set, C = 1, 5 stage-1 epochs, 5 stage-2 epochs with up to three classes and 10 with
       more).  Its kernel matrices are precomputed when they fit in
-      ``onlinemkl.obscure.KERNEL_CACHE_BYTES``, else computed in bounded blocks per chunk.
+      ``onlinemkl.obscure.sklearn.KERNEL_CACHE_BYTES``, else computed in bounded blocks per chunk.
     - ``SVC mean kernel``: ``sklearn.svm.SVC(kernel="precomputed")`` on the mean of the
       default kernels' Gram matrices (``onlinemkl.kernels.kernel_matrix``), the time including
       those matrices (train x train and test x train).  This is the batch SVC "on the same
@@ -178,7 +178,7 @@ def child(dataset, contestant):
 
     fit_predict(Xtr[:WARM], ytr[:WARM], Xte[:10])  # compile / warm
     if contestant == "OBSCURE fit":  # and the float32 kernel matrices' path (a cache too small for float64)
-        import onlinemkl.obscure as ob
+        import onlinemkl.obscure.sklearn as ob
 
         cap, ob.KERNEL_CACHE_BYTES = ob.KERNEL_CACHE_BYTES, 50 * WARM * WARM  # 5 kernels: float32 fits
         fit_predict(Xtr[:WARM], ytr[:WARM], Xte[:10])

@@ -14,12 +14,12 @@ __version__ = "0.1.0"
 
 #: public name -> module that defines it
 _LAZY = {
-    "OBSCUREClassifier": ".obscure",
-    "ProximalMKLClassifier": ".proximal",
-    "ProximalMKLRegressor": ".proximal",
-    "SequenceMKLLabeler": ".sequence",
-    "PolyMKLRegressor": ".polymkl",
-    "NonlinearKRRRegressor": ".nonlinear",
+    "OBSCUREClassifier": ".obscure.sklearn",
+    "ProximalMKLClassifier": ".proximal.sklearn",
+    "ProximalMKLRegressor": ".proximal.sklearn",
+    "SequenceMKLLabeler": ".sequence.sklearn",
+    "PolyMKLRegressor": ".polymkl.sklearn",
+    "NonlinearKRRRegressor": ".nonlinear.sklearn",
     "load": ".persist",
     "save": ".persist",
     "warmup": "._compile",

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._lazy import lazy_module
 
-_cb = lazy_module("buffer")
+_cb = lazy_module("onlinemkl._core.buffer")
 
 ARRAY_FIELDS = ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp")
 #: The arrays as they are held: the stored diagonals kernel by kernel (``sdiag_t[F, cap]``).

@@ -60,7 +60,7 @@ def _fit_predict(model, y):
 
 def _budgets(budget):
     """The budgets to compile with: a learner with a budget runs a variant of its compiled step
-    with the eviction code, one without it a variant without (see ``_core.obscure.obscure_step``),
+    with the eviction code, one without it a variant without (see ``obscure._step.obscure_step``),
     and each is compiled only where asked for.  ``budget`` None: both."""
     return [None, N_EXAMPLES // 2] if budget is None else [N_EXAMPLES // 2 if budget else None]
 
@@ -89,25 +89,25 @@ def _river_proximal_regressor(budget=None):
 
 
 def _sklearn_obscure(budget=None):
-    from .obscure import OBSCUREClassifier
+    from .obscure.sklearn import OBSCUREClassifier
 
     _fit_predict(OBSCUREClassifier(random_state=0), _arrays()[1])
 
 
 def _sklearn_proximal(budget=None):
-    from .proximal import ProximalMKLClassifier
+    from .proximal.sklearn import ProximalMKLClassifier
 
     _fit_predict(ProximalMKLClassifier(n_epochs=1, random_state=0), _arrays()[1])
 
 
 def _sklearn_proximal_regressor(budget=None):
-    from .proximal import ProximalMKLRegressor
+    from .proximal.sklearn import ProximalMKLRegressor
 
     _fit_predict(ProximalMKLRegressor(n_epochs=1, random_state=0), _arrays()[2])
 
 
 def _sequence(budget=None):
-    from .sequence import SequenceMKLLabeler
+    from .sequence.sklearn import SequenceMKLLabeler
 
     X, _, _ = _arrays()
     model = SequenceMKLLabeler(random_state=0)
@@ -119,13 +119,13 @@ def _sequence(budget=None):
 def _polymkl(budget=None):
     # The river adapter (onlinemkl.river.PolyMKLRegressor, the command line's 'polymkl')
     # runs the same engine's learn_batch and predict.
-    from .polymkl import PolyMKLRegressor
+    from .polymkl.sklearn import PolyMKLRegressor
 
     _fit_predict(PolyMKLRegressor(degree=2, n_iter=5, random_state=0), _arrays()[2])
 
 
 def _nonlinear(budget=None):
-    from .nonlinear import NonlinearKRRRegressor
+    from .nonlinear.sklearn import NonlinearKRRRegressor
 
     _fit_predict(NonlinearKRRRegressor(degree=2, max_iter=2, random_state=0), _arrays()[2])
 
@@ -148,7 +148,7 @@ WARMUPS = {
 def compile_stats() -> dict:
     """What this process's compiled code came from: ``{"compiled": n, "loaded": m}``.
 
-    ``compiled`` counts the signatures of ``onlinemkl._core`` functions that Numba compiled in
+    ``compiled`` counts the signatures of onlinemkl's compiled functions that Numba compiled in
     this process (not found in the on-disk cache), ``loaded`` those it loaded from the cache.
     A process that found everything it ran in the cache reports ``compiled == 0``;
     :func:`onlinemkl.distributed.fit_ray` asks its Ray workers for this.
@@ -157,7 +157,7 @@ def compile_stats() -> dict:
 
     seen, compiled, loaded = set(), 0, 0
     for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith("onlinemkl._core."):
+        if module is None or not name.startswith("onlinemkl."):
             continue
         for value in list(vars(module).values()):
             if isinstance(value, Dispatcher) and id(value) not in seen:

@@ -1,7 +1,8 @@
 """Numba options, in one place.
 
-Every compiled function in :mod:`onlinemkl._core` is decorated with one of the
-decorators below; no module passes Numba options of its own.
+Every compiled function (in :mod:`onlinemkl._core` and the learners' compiled modules,
+:data:`COMPILED_SOURCES`) is decorated with one of the decorators below; no module passes Numba
+options of its own.
 
 * ``njit`` -- serial, nopython, cached on disk.  ``error_model="numpy"`` lets a
   division by zero produce ``inf``/``nan`` instead of raising, so the hot loops
@@ -23,7 +24,7 @@ Where the on-disk cache lives: ``NUMBA_CACHE_DIR``
 if set, else a per-user cache directory (``platformdirs.user_cache_dir("onlinemkl")``,
 e.g. ``~/.cache/onlinemkl`` on Linux) in a subfolder named after the onlinemkl and
 Numba versions, so that an upgrade never meets a cache written by another version; in
-either, a subfolder ``core-<hash of onlinemkl/_core's sources>`` (:func:`_core_stamp`), so
+either, a subfolder ``core-<hash of the compiled modules' sources>`` (:func:`_core_stamp`), so
 that an edited checkout never meets a cache of other sources.
 Numba's own default would write next to the sources, into site-packages, where the
 cache outlives an uninstall, and where a read-only install with an unwritable home
@@ -61,22 +62,41 @@ def _user_cache_dir() -> str:
     return os.path.join(base, f"onlinemkl-{__version__}-numba-{numba.__version__}")
 
 
+#: The compiled modules' sources, relative to the package: the shared compiled layer and each
+#: learner's compiled step.  ``tests/test_cache_dir.py`` checks that every module using these
+#: decorators is listed.
+COMPILED_SOURCES = (
+    "_core/*.py",
+    "obscure/_step.py", "obscure/_fit.py",
+    "proximal/_step.py", "proximal/_prox.py", "proximal/_evict.py", "proximal/_group_steps.py",
+    "proximal/_losses.py",
+    "sequence/_step.py", "sequence/_chain.py",
+)
+
+
+def compiled_source_files() -> list:
+    """The absolute paths of :data:`COMPILED_SOURCES`, sorted."""
+    import glob
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    return sorted(p for pattern in COMPILED_SOURCES for p in glob.glob(os.path.join(here, pattern)))
+
+
 def _core_stamp() -> str:
-    """A hash of the compiled code's sources (``onlinemkl/_core/*.py``), 12 hex digits.
+    """A hash of the compiled code's sources (:data:`COMPILED_SOURCES`), 12 hex digits.
 
     Numba checks a cached function against its own file only, but a cached function holds the
     code of the functions it calls from other files: after an edit of ``_core/kernels.py`` alone,
-    the cached ``_core/obscure.py`` would run the old kernel pass on arrays laid out the new way
+    the cached ``obscure/_step.py`` would run the old kernel pass on arrays laid out the new way
     (an editable install, a checkout under development).  Caching under this stamp makes any
     edit of the compiled code start a fresh cache."""
     import hashlib
 
-    core = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_core")
+    here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha1()
-    for name in sorted(os.listdir(core)):
-        if name.endswith(".py"):
-            with open(os.path.join(core, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
+    for path in compiled_source_files():
+        with open(path, "rb") as f:
+            h.update(os.path.relpath(path, here).encode() + b"\0" + f.read())
     return h.hexdigest()[:12]
 
 

@@ -1,9 +1,10 @@
-"""Compilation of ``onlinemkl._core``'s entry points on first use, in a background thread.
+"""Compilation of the compiled modules' entry points on first use, in a background thread.
 
 A new process with an empty compile cache needs tens of seconds of Numba compilation before a
-learner's first compiled step.  The first call of an entry point of :mod:`onlinemkl._core`
-with a new signature starts that compilation in a background thread and waits for it; the
-compiled function then replaces the stand-in, so every later call goes straight to Numba.  A
+learner's first compiled step.  The first call of an entry point of a compiled module
+(:mod:`onlinemkl._core` and each learner's ``_step``/``_fit``) with a new signature starts that
+compilation in a background thread and waits for it; the compiled function then replaces the
+stand-in, so every later call goes straight to Numba.  A
 warm cache loads within :data:`LOAD_WAIT_S`; a compilation that takes longer says so (on a
 terminal a progress line with what is compiling and for how long).
 
@@ -200,7 +201,7 @@ class _Entry:
 
 
 class LazyModule(types.SimpleNamespace):
-    """A ``_core`` module whose compiled functions start as :class:`_Entry` stand-ins.
+    """A compiled module whose compiled functions start as :class:`_Entry` stand-ins.
 
     Every other attribute (constants, record types) is the module's own object.  Once an
     entry point's compilation is done, its attribute here *is* the Numba dispatcher, so the
@@ -218,8 +219,9 @@ _modules: dict[str, LazyModule] = {}
 
 
 def lazy_module(name: str) -> LazyModule:
-    """The :class:`LazyModule` of ``onlinemkl._core.<name>`` (one per module and process)."""
+    """The :class:`LazyModule` of the compiled module ``name`` (a full dotted name such as
+    ``"onlinemkl.obscure._step"``; one per module and process)."""
     with _lock:
         if name not in _modules:
-            _modules[name] = LazyModule(importlib.import_module(f"onlinemkl._core.{name}"))
+            _modules[name] = LazyModule(importlib.import_module(name))
         return _modules[name]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FACES", "Bool", "Choice", "Int", "Param", "Real", "Rule", "Table", "face"]
+__all__ = ["FACES", "Bool", "Choice", "Int", "Param", "Real", "Rule", "Table", "face", "number"]
 
 FACES = ("river", "sklearn")
 
@@ -141,6 +141,17 @@ class Rule:
 
     def describe(self):
         return self.text
+
+
+def number(text, **bounds):
+    """A :class:`Rule` described by ``text`` that checks a number with
+    :func:`onlinemkl._validation.check_number` (``low``, ``high``, ``integer``, ``allow_none``,
+    ``hint``, ...), whose messages name the parameter, the rule and the fix."""
+    from ._validation import check_number
+
+    def check(name, value):
+        return check_number(name, value, **bounds)
+    return Rule(text, check)
 
 
 def either(*constraints):

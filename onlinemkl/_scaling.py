@@ -40,6 +40,8 @@ import math
 
 import numpy as np
 
+from ._params import Param, Rule
+
 __all__ = ["InputScaling", "check_scale", "TRIGGER", "LIMIT", "RESTART", "WARMUP"]
 
 #: With ``scale='auto'``, the ``n``-th learnt example switches standardisation on if a value's
@@ -229,3 +231,19 @@ def scaling_of(estimator):
     if scale is False:
         return None
     return InputScaling(scale)
+
+
+def _check_scale_param(name, value):
+    return check_scale(value)
+
+
+#: ``scale``, a row of the per-example learners' parameter tables (OBSCURE, proximal MKL).
+SCALE_PARAM = Param(
+    "scale", Rule("{'auto', True, False}", _check_scale_param), "auto",
+    "The learner's own standardisation of its inputs, for raw features of any units (the default\n"
+    "kernels are meant for standardised ones).  'auto': the inputs are used as they come until a learnt\n"
+    "value shows they are not standardised (magnitude above ``max(10, 2 sqrt(n))`` at the n-th example,\n"
+    "which no standardised stream reaches), then every feature is standardised (mean and deviation\n"
+    "estimated over its first 50 values, then frozen; a batch ``fit`` uses the whole set's);\n"
+    "standardised inputs reach the learner bit for bit as they come.  True: always; False: never.  The\n"
+    "statistics are saved with the model.")

@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 
+from ._params import Param, Rule
 from ._scaling import TRIGGER as LARGE_VALUE
 from ._validation import (MAX_ABS_VALUE, FeatureTypeError, FeatureValueError, check_feature_value, check_number,
                           first_out_of_range)
@@ -37,6 +38,29 @@ def check_feature_cap(max_features, feature_hashing, ordered="arrival"):
                  hint=" (the number of columns names are hashed into; None: one column per name)")
     if feature_hashing is not None and ordered != "arrival":
         raise ValueError("feature_hashing is available for the per-example learners (OBSCURE, proximal MKL)")
+
+
+def _check_max_features(name, value):
+    check_feature_cap(value, None)
+    return value
+
+
+def _check_hashing(name, value):
+    check_feature_cap(1, value)
+    return value
+
+
+#: ``max_features`` and ``feature_hashing``, rows of the per-example river faces' parameter tables.
+FEATURE_CAP_PARAMS = (
+    Param("max_features", Rule("int >= 1 or None", _check_max_features), MAX_FEATURES,
+          "At most this many features (every stored example is a dense row over all of them): an example\n"
+          "bringing new names past the cap is rejected with a ``ValueError`` listing them, the model\n"
+          "unchanged.  None: no cap.  The default is far above any dense data set's width.", faces=("river",)),
+    Param("feature_hashing", Rule("int >= 1 or None", _check_hashing), None,
+          "None, or a width: hash every feature name into that many fixed columns (CRC-32; colliding names\n"
+          "add up), for streams whose names never stop changing (ids, words).  Memory then does not depend\n"
+          "on the names seen; kernel groups of names read their names' columns.", faces=("river",)),
+)
 
 
 def hashed_column(name, width: int) -> int:

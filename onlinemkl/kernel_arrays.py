@@ -17,8 +17,8 @@ import numpy as np
 from ._core.state import KernelSpec, Rows
 from ._lazy import lazy_module
 
-_cb = lazy_module("batch")
-_ck = lazy_module("kernels")
+_cb = lazy_module("onlinemkl._core.batch")
+_ck = lazy_module("onlinemkl._core.kernels")
 
 __all__ = ["CompiledKernels", "resolve_group_columns", "block_kernels", "WeightedKernelSum"]
 

@@ -36,6 +36,7 @@ from typing import Hashable
 import numpy as np
 
 from ._core import kernels as _ck
+from ._params import Rule
 from .kernel_arrays import CompiledKernels, block_kernels, resolve_group_columns
 
 __all__ = [
@@ -451,3 +452,13 @@ def distance_kernel(D, gamma: float | None = None) -> np.ndarray:
 
 
 FeatureName = Hashable
+
+
+def _check_kernels_param(name, value):
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}={value!r}: expected a sequence of onlinemkl.kernels.Kernel or None")
+    return value
+
+
+#: The form of a learner's ``kernels`` parameter (each kernel is checked when the engine is built).
+KERNELS_RULE = Rule("sequence of onlinemkl.kernels.Kernel or None", _check_kernels_param)

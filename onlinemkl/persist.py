@@ -146,7 +146,7 @@ A learner class plugs in with one :func:`register` call (or a line in
 
 Every onlinemkl learner has them from its face's base
 (:class:`onlinemkl.sklearn.EngineEstimator`,
-:class:`onlinemkl.river._base.EngineAdapter`), written once over the engine
+:class:`onlinemkl._river_adapter.EngineAdapter`), written once over the engine
 protocol (:mod:`onlinemkl.engine`): the engine's ``get_state()`` plus what the
 face keeps (feature names, labels, ``classes_``).
 
@@ -287,15 +287,16 @@ def _pipeline_build(cls, params, state, arrays, children):
     return cls(*children)
 
 
+#: Each learner's folder and public class name: the scikit-learn face is ``onlinemkl.<name>``, the
+#: river face ``onlinemkl.river.<name>`` (the sequence labeller has no river face).
+_LEARNERS = (("obscure", "OBSCUREClassifier"), ("sequence", "SequenceMKLLabeler"), ("polymkl", "PolyMKLRegressor"),
+             ("nonlinear", "NonlinearKRRRegressor"), ("proximal", "ProximalMKLClassifier"),
+             ("proximal", "ProximalMKLRegressor"))
+
 _BUILTIN = [
-    _Entry("onlinemkl.OBSCUREClassifier", "onlinemkl.obscure:OBSCUREClassifier"),
-    _Entry("onlinemkl.river.OBSCUREClassifier", "onlinemkl.river._obscure:OBSCUREClassifier"),
-    _Entry("onlinemkl.SequenceMKLLabeler", "onlinemkl.sequence:SequenceMKLLabeler"),
-    *(_Entry(f"onlinemkl{pre}.{c}", f"onlinemkl{mod}:{c}") for pre, mod, c in (("", ".polymkl", "PolyMKLRegressor"), ("", ".nonlinear", "NonlinearKRRRegressor"), (".river", ".river._polymkl", "PolyMKLRegressor"), (".river", ".river._nonlinear", "NonlinearKRRRegressor"))),  # noqa: E501
-    _Entry("onlinemkl.ProximalMKLClassifier", "onlinemkl.proximal:ProximalMKLClassifier"),
-    _Entry("onlinemkl.ProximalMKLRegressor", "onlinemkl.proximal:ProximalMKLRegressor"),
-    _Entry("onlinemkl.river.ProximalMKLClassifier", "onlinemkl.river._proximal:ProximalMKLClassifier"),
-    _Entry("onlinemkl.river.ProximalMKLRegressor", "onlinemkl.river._proximal:ProximalMKLRegressor"),
+    *(_Entry(f"onlinemkl.{name}", f"onlinemkl.{folder}.sklearn:{name}") for folder, name in _LEARNERS),
+    *(_Entry(f"onlinemkl.river.{name}", f"onlinemkl.{folder}.river:{name}") for folder, name in _LEARNERS
+      if folder != "sequence"),
     _Entry("onlinemkl.river.Guard", "onlinemkl.river._guard:Guard"),
     _Entry("river.preprocessing.StandardScaler", "river.preprocessing.scale:StandardScaler",
            _scaler_dump, _scaler_build),

@@ -1,4 +1,4 @@
-"""Plain-numpy reference of online proximal MKL (``onlinemkl._core.fobos``), from Martins et al. (2011).
+"""Plain-numpy reference of online proximal MKL (``onlinemkl.proximal._step``), from Martins et al. (2011).
 
 Written from the algorithm, not from the compiled code:
 

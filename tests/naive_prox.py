@@ -1,4 +1,4 @@
-"""Plain-numpy references for the group proximal operators (``onlinemkl._core.prox``).
+"""Plain-numpy references for the group proximal operators (``onlinemkl.proximal._prox``).
 
 Written independently of the compiled code: the squared (weighted) l1 prox is
 found as the root of the scalar equation its KKT conditions give for the

@@ -85,7 +85,7 @@ def test_cache_goes_to_the_user_cache_dir_not_the_package(tmp_path):
     child = (
         "import json, platformdirs, numba, onlinemkl\n"
         "from onlinemkl import _config\n"
-        "from onlinemkl._core.losses import log1pexp\n"
+        "from onlinemkl.proximal._losses import log1pexp\n"
         "log1pexp(0.5)\n"
         "print(json.dumps({'dir': _config.CACHE_DIR, 'user': platformdirs.user_cache_dir('onlinemkl'),\n"
         "                  'sub': f'onlinemkl-{onlinemkl.__version__}-numba-{numba.__version__}'}))\n"
@@ -207,3 +207,17 @@ def test_read_only_install_unwritable_home_unprivileged_user():
             if p.exists():
                 os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_every_compiled_module_is_in_the_cache_stamp():
+    """A compiled module left out of :data:`onlinemkl._config.COMPILED_SOURCES` would keep a stale
+    cache after an edit of a file it calls: every module that uses the Numba decorators is listed."""
+    import pathlib
+    import re
+
+    package = pathlib.Path(_config.__file__).parent
+    decorated = {p.resolve() for p in package.rglob("*.py")
+                 if re.search(r"^from \.+_config import \(?[^)]*\bnjit", p.read_text(), re.M)}
+    listed = {pathlib.Path(p).resolve() for p in _config.compiled_source_files()}
+    assert decorated, "no compiled module found: the pattern above is out of date"
+    assert decorated <= listed, sorted(str(p.relative_to(package)) for p in decorated - listed)

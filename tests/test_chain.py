@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from onlinemkl._core.chain import forward_backward, viterbi, viterbi_loss_augmented
+from onlinemkl.sequence._chain import forward_backward, viterbi, viterbi_loss_augmented
 
 
 def _score(y, U, T, S0, S1):

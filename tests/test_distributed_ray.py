@@ -60,7 +60,7 @@ def test_workers_load_what_this_process_compiled():
         from numba.core.dispatcher import Dispatcher
 
         found = {id(v): v for name, m in list(sys.modules.items()) if m is not None
-                 and name.startswith("onlinemkl._core.") for v in list(vars(m).values()) if isinstance(v, Dispatcher)}
+                 and name.startswith("onlinemkl.") for v in list(vars(m).values()) if isinstance(v, Dispatcher)}
         return {"compiled": sum(len(d.stats.cache_misses) for d in found.values()),
                 "loaded": sum(len(d.stats.cache_hits) for d in found.values())}
 

@@ -45,12 +45,12 @@ def scores(model, xs, average=False):
         t = max(int(eng.istate[1]), 1)
         n = eng.n_support
         coef = np.empty((max(n, 1), F))
-        from onlinemkl._core import fobos
+        from onlinemkl.proximal import _step as fobos
 
         fobos.averaged_coefficients(n, eng.buf.coef, eng.avg_acc, eng.avg_base, eng.sigma_cum, t, coef)
         sigma = np.ones(F + 1)
         T, S0, S1 = eng.Tavg / t, eng.S0avg / t, eng.S1avg / t
-    from onlinemkl._core import sequence as cs
+    from onlinemkl.sequence import _step as cs
 
     buf = eng._prox_rows(coef)
     out = cs.model_scores(rows, buf, eng.n_support, eng.ck.spec(), sigma, T / (sigma[F] if not average else 1),

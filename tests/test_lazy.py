@@ -149,7 +149,7 @@ CHILD = textwrap.dedent("""
             break
         print(float(model.predict_proba_one(x).get(True, 0.5)).hex())
         model.learn_one(x, y)
-    from onlinemkl._core.obscure import obscure_run  # the learner's step: compiled, or loaded
+    from onlinemkl.obscure._step import obscure_run  # the learner's step: compiled, or loaded
     print(_lazy.stats()["compiled_in_background"], sum(obscure_run.stats.cache_misses.values()))
 """)
 
@@ -179,7 +179,7 @@ def test_a_model_that_has_learnt_nothing_answers_without_compiled_code(monkeypat
     """Every score of a model with nothing stored is 0 exactly: the engine answers it itself, so
     a new process's first prediction (the river regressor's, before any example) never waits for
     a compilation, and the answer is the compiled pass's (checked against it)."""
-    from onlinemkl.engines import proximal as ep
+    from onlinemkl.proximal import engine as ep
     from onlinemkl.river import ProximalMKLRegressor
 
     x = {"a": 1.5, "b": -2.0}

@@ -8,8 +8,8 @@ from river.datasets import synth
 
 import onlinemkl.river as omr
 from onlinemkl import NonlinearKRRRegressor, PolyMKLRegressor, load
-from onlinemkl.engines._polyactive import _loo
-from onlinemkl.engines._window import NEAR_COPY, PREDICTION_MARGIN, duplicate_groups, loo_ridge
+from onlinemkl.polymkl._active import _loo
+from onlinemkl._window import NEAR_COPY, PREDICTION_MARGIN, duplicate_groups, loo_ridge
 
 # Rows per stream: enough for the window to fill and the active set to outgrow it, which is where the
 # defaults can diverge without the guards (predictions near 1e16 on Friedman around example 800).
@@ -169,7 +169,7 @@ def test_guard_holds_after_save_and_load(tmp_path):
 
 def test_the_window_rules_are_checked():
     """A crafted ``rules`` setting (a model file's) is refused naming the rule, before any allocation."""
-    from onlinemkl.engines._window import check_rules, default_rules
+    from onlinemkl._window import check_rules, default_rules
 
     assert check_rules(default_rules()) == default_rules()
     for bad, name in ((dict(default_rules(), ridge_grid=[-7.0, 2.0, 10 ** 9]), "ridge_grid"),
@@ -185,8 +185,8 @@ def test_the_window_rules_are_checked():
 def test_the_ridge_search_around_a_tiny_last_choice_stays_above_the_grid_floor():
     """The local grid around the last shift is clipped to the global grid's ends for the current kernel,
     so the ridge cannot ratchet down by 10^1.5 per round into rounding noise."""
-    from onlinemkl.engines._polyactive import _choose_shift
-    from onlinemkl.engines._window import LAM_GRID
+    from onlinemkl.polymkl._active import _choose_shift
+    from onlinemkl._window import LAM_GRID
 
     engine = PolyMKLRegressor()._new_engine()
 

@@ -9,7 +9,7 @@ import pytest
 import naive_polymkl as nv
 from onlinemkl import NonlinearKRRRegressor, load
 from onlinemkl.kernels import RBF, Linear
-from onlinemkl.nonlinear import project
+from onlinemkl.nonlinear.sklearn import project
 
 
 def _data(n=60, p=3, seed=0):
@@ -95,7 +95,7 @@ def test_tol_stops_near_the_full_runs_objective():
 def test_direct_solve_equals_lapack_solve_and_falls_back():
     import scipy.linalg
 
-    from onlinemkl.engines._window import direct_solve
+    from onlinemkl._window import direct_solve
 
     rng = np.random.default_rng(1)
     A = rng.normal(size=(120, 40))

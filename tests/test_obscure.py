@@ -9,11 +9,11 @@ import pytest
 import naive
 from onlinemkl import OBSCUREClassifier
 from onlinemkl._core import buffer as cb
-from onlinemkl._core import obscure as co
-from onlinemkl._core import obscure_fit
+from onlinemkl.obscure import _step as co
+from onlinemkl.obscure import _fit as obscure_fit
 from onlinemkl._core.state import LabelledRows
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
-from onlinemkl.engines.obscure import ObscureEngine, default_eta, hinge_losses
+from onlinemkl.obscure.engine import ObscureEngine, default_eta, hinge_losses
 
 D = 6
 # The fit-path comparisons use all five too: fit's BLAS kernel matrices sum a BSpline group's squared
@@ -143,7 +143,7 @@ def test_fit_matches_reference_fit(n_classes, budget, eviction):
     """``fit`` (precomputed kernel matrices, random epochs, R from the training loss) == the written-out loop.
 
     More than two classes: the scores come from the mixed kernel and only the two columns of
-    ``g`` an update reads are summed (``_core.obscure_fit.gather_mixed``); 14 classes: past
+    ``g`` an update reads are summed (``obscure._fit.gather_mixed``); 14 classes: past
     ``DENSE_OUTPUTS`` too."""
     X, y = make_data(70, min(n_classes, 3), seed=3)
     if n_classes > 3:  # every class present: 5 examples each, by rank of a noisy projection
@@ -694,8 +694,8 @@ def test_fit_with_float32_matrices_close_to_float64(monkeypatch, n_classes):
     """Where the float64 matrices exceed the cache but float32 ones fit, ``fit`` keeps them in
     float32, computed in row blocks within the cache: the model learnt is the float64 one up to
     the rounding of the kernel values (no margin decision flips on this set)."""
-    import onlinemkl.engines.obscure as eo
-    import onlinemkl.obscure as ob
+    import onlinemkl.obscure.engine as eo
+    from onlinemkl.obscure import sklearn as ob
 
     X, y = make_data(300, min(n_classes, 3), seed=4)
     if n_classes > 3:
@@ -734,8 +734,8 @@ def test_fit_with_float32_matrices_close_to_float64(monkeypatch, n_classes):
 def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_classes):
     """Where the kernel matrices exceed the cache, ``fit`` computes them in blocks that respect
     it, and learns the same predictor as from the full matrices."""
-    import onlinemkl.engines.obscure as eo
-    import onlinemkl.obscure as ob
+    import onlinemkl.obscure.engine as eo
+    from onlinemkl.obscure import sklearn as ob
 
     X, y = make_data(300, n_classes, seed=4)
     params = dict(kernels=KERNELS, p=1.3, random_state=2, stage1_epochs=2, stage2_epochs=2)
@@ -765,7 +765,7 @@ def test_read_only_input_does_not_compile_again():
     """Numba types a read-only array apart from a writeable one: a read-only ``X`` (a memory map)
     reaches compiled code as a writeable copy, so ``fit`` and ``predict`` reuse the compiled
     variants (no new signature) and give the same model."""
-    from onlinemkl._core import obscure_fit
+    from onlinemkl.obscure import _fit as obscure_fit
 
     X, y = make_data(60, 3, seed=8)
     first = OBSCUREClassifier(kernels=KERNELS, random_state=0, stage1_epochs=1, stage2_epochs=1).fit(X, y)

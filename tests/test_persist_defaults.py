@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from river import preprocessing
 
-import onlinemkl.engines._replay as replay_module
-import onlinemkl.engines._window as engines_window
-import onlinemkl.engines.obscure as engines_obscure
-import onlinemkl.engines.polymkl as engines_polymkl
-import onlinemkl.engines.proximal_setup as engines_proximal
+import onlinemkl._replay as replay_module
+import onlinemkl._window as engines_window
+import onlinemkl.obscure.engine as engines_obscure
+import onlinemkl.polymkl.engine as engines_polymkl
+import onlinemkl.proximal._setup as engines_proximal
 import onlinemkl.kernels as kernels_module
-import onlinemkl.obscure as obscure_face
-import onlinemkl.river._obscure as river_obscure
+import onlinemkl.obscure.sklearn as obscure_face
+import onlinemkl.obscure.river as river_obscure
 from onlinemkl import NonlinearKRRRegressor as SkKRR
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
 from onlinemkl import PolyMKLRegressor as SkPoly

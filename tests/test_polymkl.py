@@ -10,9 +10,9 @@ from scipy.stats import chisquare
 
 import naive_polymkl as nv
 from onlinemkl import PolyMKLRegressor, load
-from onlinemkl._core import polymkl as cp
+from onlinemkl._core import polynomial as cp
 from onlinemkl.kernels import RBF, Linear
-from onlinemkl.polymkl import multiplicity
+from onlinemkl.polymkl.sklearn import multiplicity
 
 
 def _psd_kernels(rng, r, n):
@@ -105,7 +105,7 @@ def test_cg_warm_start_solves_and_saves_iterations():
 
 
 def test_dual_solve_falls_back_on_ill_conditioned_systems():
-    from onlinemkl.engines.polymkl import dual_solve
+    from onlinemkl.polymkl.engine import dual_solve
 
     rng = np.random.default_rng(2)
     n = 40
@@ -171,7 +171,7 @@ def test_algorithm3_frequencies_match_enumerated_probabilities(mode, r, D):
 
 
 def test_uniform_multiset_sampler_is_uniform():
-    from onlinemkl.engines.polymkl import _uniform_multiset
+    from onlinemkl.polymkl.engine import _uniform_multiset
 
     rng = np.random.default_rng(4)
     r, d, N = 4, 3, 20000
@@ -450,7 +450,7 @@ def test_bad_values_in_a_batch_name_the_column_and_leave_the_whole_state_unchang
 
 
 def test_loo_ridge_is_exact_leave_one_out_and_picks_the_grid_minimum():
-    from onlinemkl.engines._window import loo_ridge
+    from onlinemkl._window import loo_ridge
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(25, 3))

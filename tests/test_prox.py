@@ -1,4 +1,4 @@
-"""Compiled group proximal operators (``onlinemkl._core.prox``) against references and theory.
+"""Compiled group proximal operators (``onlinemkl.proximal._prox``) against references and theory.
 
 Four kinds of evidence: agreement with the plain-numpy references of
 ``naive_prox`` on many random inputs; the optimality (KKT) conditions of
@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
 
 import naive_prox as naive
-from onlinemkl._core import prox as cp
+from onlinemkl.proximal import _prox as cp
 
 CODES = [
     cp.PROX_NONE,
@@ -459,7 +459,7 @@ def test_dispatcher_equals_direct_calls():
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 40])
 def test_argsort_groups_is_numpys_stable_argsort(n):
     """The prox operators' small sort: ties keep their order, NaN goes last, as numpy's stable sort."""
-    from onlinemkl._core.prox import argsort_groups
+    from onlinemkl.proximal._prox import argsort_groups
 
     rng = np.random.default_rng(n)
     keys = np.round(rng.normal(size=n), 1)  # ties

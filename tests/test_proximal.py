@@ -1,4 +1,4 @@
-"""Online proximal MKL (``onlinemkl.proximal``, ``onlinemkl._core.fobos``): what it must meet.
+"""Online proximal MKL (``onlinemkl.proximal``, ``onlinemkl.proximal._step``): what it must meet.
 
 * the compiled step against the plain-numpy reference ``tests/naive_fobos.py`` for a few
   hundred examples per case: every regulariser, every loss (regression too), implicit and
@@ -25,8 +25,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from onlinemkl._core import fobos as _cf
-from onlinemkl.engines.proximal_setup import settings
+from onlinemkl.proximal import _step as _cf
+from onlinemkl.proximal._setup import settings
 from onlinemkl.kernels import RBF, Laplacian, Linear, Polynomial
 from onlinemkl.persist import load, save
 from onlinemkl.proximal import ProximalMKLClassifier, ProximalMKLRegressor

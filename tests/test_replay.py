@@ -1,4 +1,4 @@
-"""Replay (onlinemkl.engines._replay): the reservoir, the schedule, the state, and what it buys.
+"""Replay (onlinemkl._replay): the reservoir, the schedule, the state, and what it buys.
 
 Accuracy floors here are the one-pass prequential accuracies measured with the defaults
 less a margin: a change that loses the replay's gain fails.
@@ -11,10 +11,9 @@ import pytest
 from river import datasets, preprocessing
 
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
-from onlinemkl._core import fobos as _cf
-from onlinemkl._core import obscure as _co
-from onlinemkl.engines._replay import MAX_VALUES, ReplayMemory
-from onlinemkl.engines.obscure import stream_step
+from onlinemkl.proximal import _step as _cf
+from onlinemkl.obscure import _step as _co
+from onlinemkl._replay import MAX_VALUES, ReplayMemory
 from onlinemkl.river import OBSCUREClassifier
 
 
@@ -90,7 +89,7 @@ def test_replay_steps_follow_margin_errors_only():
         alone.learn(X[i], int(y[i]))
         err = bool(alone.istate[_co.I_CLEAN_RUN] == 0)
         before, held = int(e.istate[_co.I_CLOCK]), e.replay.size
-        stream_step(e, X[i], int(y[i]), None)
+        e.stream_learn(X[i], int(y[i]), None)
         # one step per example, plus exactly `replay` after a margin error (once the memory holds any)
         assert int(e.istate[_co.I_CLOCK]) - before == (5 if err and held else 1)
         errors += err
@@ -138,7 +137,7 @@ def test_a_state_with_inconsistent_replay_arrays_is_refused():
     clf = _engine_model(replay=2)
     e = clf._engine
     for i in range(20):
-        stream_step(e, np.random.default_rng(i).normal(size=4), i % 3, None)
+        e.stream_learn(np.random.default_rng(i).normal(size=4), i % 3, None)
     params, arrays = e.get_state()
     bad = dict(arrays)
     bad["replay.labels"] = np.full_like(arrays["replay.labels"], 7)
@@ -171,7 +170,7 @@ def _budget_against_none(train, test, budget=500, seeds=(0,)):
     """``{"free": (prequential, held-out), "budget": (...)}`` of the default OBSCURE pipeline
     without a budget and with ``budget``: one pass over ``train``, then ``test`` held out; the
     mean over replay generators seeded ``seeds`` (as ``benchmarks/bench_budget_seeds.py``)."""
-    from onlinemkl.engines._replay import _splitmix64
+    from onlinemkl._replay import _splitmix64
 
     acc = {}
     for name, kw in (("free", {}), ("budget", {"budget": budget})):
@@ -347,7 +346,7 @@ def test_the_proximal_classifier_replays_once_its_budget_is_full():
     one step per example before, up to 1 + ``replay`` after, never more rows than the budget,
     and the incremental norms equal to their recomputation.  The regressor replays while its
     buffer has room."""
-    from onlinemkl._core import fobos as _cf
+    from onlinemkl.proximal import _step as _cf
     from onlinemkl.river import ProximalMKLRegressor
 
     model = preprocessing.StandardScaler() | _budgeted("proximal", budget=20)
@@ -511,7 +510,7 @@ def test_proximal_replayed_updates_add_to_the_stored_row(average):
 
 
 def _stream_step_one_call_per_step(engine, x, yi, switch_after):
-    """The replay of ``stream_step`` with one compiled call per replayed step: each replayed
+    """The replay of ``ObscureEngine.stream_learn`` with one compiled call per replayed step: each replayed
     step through ``engine.learn``, its example drawn by ``sample`` (the reference of the test below)."""
     out = engine.learn(x, yi)
     mem = engine.replay
@@ -529,7 +528,7 @@ def _stream_step_one_call_per_step(engine, x, yi, switch_after):
 
 def _twin_engines_and_stream(n, n_classes, data_seed, budget, eviction, pegasos, **replay):
     """Two identical OBSCURE engines and ``n`` examples whose last two features arrive at example 60."""
-    from onlinemkl.engines.obscure import ObscureEngine
+    from onlinemkl.obscure.engine import ObscureEngine
     from onlinemkl.kernels import default_kernels
 
     rng = np.random.default_rng(data_seed)
@@ -558,7 +557,7 @@ def _widened(engines, X, i):
 # (test_budgeted_replay_in_one_compiled_call_takes_the_same_steps).
 @pytest.mark.parametrize("n_classes, budget, parallel", [(3, None, False), (2, None, False), (3, None, True)])
 def test_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes, budget, parallel):
-    """``stream_step`` takes its replay steps in one compiled call (``ObscureEngine.replay_steps``):
+    """``ObscureEngine.stream_learn`` takes its replay steps in one compiled call (``ObscureEngine.replay_steps``):
     the same draws, the same steps and the same row hints as one ``learn`` per step, so the same
     model bit for bit (buffer, norms, counters, reservoir); new features arriving mid-stream widen
     the reservoir's rows first.  With a buffer past ``PARALLEL_MIN_ROWS`` the steps go one by one
@@ -572,7 +571,7 @@ def test_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes
     new, old = engines
     for i in range(160):
         x = _widened(engines, X, i)
-        a = stream_step(new, x, int(y[i]), 120)
+        a = new.stream_learn(x, int(y[i]), 120)
         b = _stream_step_one_call_per_step(old, x, int(y[i]), 120)
         assert a[1:] == b[1:]
     assert new.istate[_co.I_CLOCK] > 200  # replay took steps
@@ -656,7 +655,7 @@ def test_proximal_replay_in_one_compiled_call_takes_the_same_steps(kind, params)
 
 
 def _replay_stored_rows_one_call_per_step(engine):
-    """The budgeted replay of ``stream_step`` with one compiled call per replayed step: each
+    """The budgeted replay of ``ObscureEngine.stream_learn`` with one compiled call per replayed step: each
     stored row drawn, then one ``engine.learn`` with its binding hint (the reference of the test
     below)."""
     b = engine.buf
@@ -689,7 +688,7 @@ def _replay_steps_one_call_per_step(engine, steps):
     (2, "oldest", True, False), (3, "least_impact", False, True)])
 def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes, eviction, pegasos,
                                                                     parallel):
-    """Under a budget ``stream_step`` replays stored rows in one compiled call while the buffer
+    """Under a budget ``ObscureEngine.stream_learn`` replays stored rows in one compiled call while the buffer
     has room (``ObscureEngine.replay_stored_rows``, ``obscure_run``'s ``REPLAY_BOUND``), and its
     reservoir once it is full (``replay_steps``, ``REPLAY`` with evictions): the same draws
     from the same generator, the same labels and hints, so the same model bit for bit
@@ -708,8 +707,8 @@ def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, 
     for i in range(220):
         x = _widened(engines, X, i)
         before, ev = int(new.istate[_co.I_CLOCK]), int(new.istate[_co.I_EVICTIONS])
-        a = stream_step(new, x, int(y[i]), 150)
-        b = stream_step(old, x, int(y[i]), 150)
+        a = new.stream_learn(x, int(y[i]), 150)
+        b = old.stream_learn(x, int(y[i]), 150)
         assert a[1:] == b[1:] and new.buf.capacity == old.buf.capacity
         clocks.append(int(new.istate[_co.I_CLOCK]) - before)
         evicted.append(int(new.istate[_co.I_EVICTIONS]) - ev)

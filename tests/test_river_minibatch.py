@@ -55,7 +55,7 @@ def test_predictions_lag_until_batch_complete_and_memory_is_bounded():
 def test_before_the_first_batch_running_mean_then_partial_buffer(cls):
     """0 examples: 0.0; fewer than MIN_PARTIAL: the running mean of the targets; then a model fitted on
     the first 2^k buffered examples, which the one-at-a-time and the DataFrame paths agree on."""
-    from onlinemkl.river._minibatch import MIN_PARTIAL
+    from onlinemkl._river_minibatch import MIN_PARTIAL
 
     data = list(_stream(40))
     params = dict(batch_size=32, degree=2, budget=40, **({"seed": 0} if cls is PolyMKLRegressor else {}))

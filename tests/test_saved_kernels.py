@@ -12,7 +12,7 @@ import zipfile
 import numpy as np
 import pytest
 
-import onlinemkl.engines.proximal_setup as engines_proximal
+import onlinemkl.proximal._setup as engines_proximal
 import onlinemkl.kernels as kernels_module
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
 from onlinemkl import ProximalMKLClassifier as SkProxClf

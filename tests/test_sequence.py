@@ -20,7 +20,7 @@ import pytest
 
 from naive_prox import prox_norms
 from onlinemkl import load
-from onlinemkl._core import prox as _cp
+from onlinemkl.proximal import _prox as _cp
 from onlinemkl.datasets import digit_strings, digit_transition_matrix
 from onlinemkl.kernels import Linear, Polynomial, RBF
 from onlinemkl.sequence import SequenceMKLLabeler

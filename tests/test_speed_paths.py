@@ -16,7 +16,7 @@ import pytest
 from river import datasets, preprocessing
 
 from onlinemkl import OBSCUREClassifier, _config
-from onlinemkl import obscure as _ob
+from onlinemkl.obscure import sklearn as _ob
 from onlinemkl._core import kernels as ck
 from onlinemkl._core import scores as cs
 from onlinemkl._core.state import Query, Rows

@@ -105,7 +105,7 @@ def test_proximal_warmup_takes_replay_steps(monkeypatch):
     """Proximal MKL's replayed steps take many rows in one call (``fobos_run``, a signature of its
     own if the rows' layout differed): the warmup's stream must take some, so that a user's
     first replay never compiles mid-stream."""
-    from onlinemkl.engines.proximal import ProximalEngine
+    from onlinemkl.proximal.engine import ProximalEngine
 
     calls = []
     replay_steps = ProximalEngine.replay_steps
@@ -115,8 +115,8 @@ def test_proximal_warmup_takes_replay_steps(monkeypatch):
     assert None in calls and _compile.N_EXAMPLES // 2 in calls  # both variants: without a budget and with one
 
 
-@pytest.mark.parametrize("step, evicts", [("obscure.obscure_step", "make_room"),
-                                          ("fobos.fobos_step", "choose_dense_evictee")])
+@pytest.mark.parametrize("step, evicts", [("onlinemkl.obscure._step:obscure_step", "make_room"),
+                                          ("onlinemkl.proximal._step:fobos_step", "choose_dense_evictee")])
 @pytest.mark.parametrize("budgeted", [False, True])
 def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(step, evicts, budgeted):
     """A step's eviction code (more passes over the buffer and a projection: a fifth of a cold
@@ -129,8 +129,8 @@ def test_the_eviction_code_is_compiled_only_for_a_learner_with_a_budget(step, ev
     from numba import types
     from numba.core import analysis, compiler, ir
 
-    module, name = step.split(".")
-    func = getattr(importlib.import_module(f"onlinemkl._core.{module}"), name).py_func
+    module, name = step.split(":")
+    func = getattr(importlib.import_module(module), name).py_func
     func_ir = compiler.run_frontend(func)
     n_args = func.__code__.co_argcount
     eviction = types.int64 if budgeted else types.none
@@ -147,7 +147,7 @@ def test_proximal_steps_and_replay_compile_one_entry_point():
     Both calls must also type alike, or the one function would compile twice."""
     from numba import types
 
-    from onlinemkl._core import fobos
+    from onlinemkl.proximal import _step as fobos
 
     _compile.WARMUPS["proximal"][1](True)  # with a budget: single steps, replay, predictions
     variants = [sig for sig in fobos.fobos_run.signatures if sig[-1] == types.int64]

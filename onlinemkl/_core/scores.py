@@ -285,8 +285,8 @@ def accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g):
 def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
     """``g[k, c] = sum_i coef[i, k] beta[i, c] K_k(x, S_i)`` (raw implicit-group scores), one pass.
 
-    The proximal learners' pass (:mod:`onlinemkl._core.fobos`, its evictions in
-    :mod:`onlinemkl._core.group_evict`).  The buffer is read in blocks of :data:`ROW_BLOCK`
+    The proximal learners' pass (:mod:`onlinemkl.proximal._step`, its evictions in
+    :mod:`onlinemkl.proximal._evict`).  The buffer is read in blocks of :data:`ROW_BLOCK`
     rows, as OBSCURE's fused pass (:func:`kernel_scores`): every kernel's values on a block
     (:func:`kernel_row_block`), then the block's sums (:func:`accumulate_per_kernel`: a dot
     product for every (kernel, output) pair).  Every pass that scores against the buffer goes

@@ -9,7 +9,7 @@ learning and predicting only.  Both use :func:`onlinemkl._compile.warmup`.
 
 from __future__ import annotations
 
-from .. import _compile
+from .. import _compile, river
 from ._errors import CommandError
 from ._learners import LEARNERS
 
@@ -25,10 +25,9 @@ def warmup_name(learner) -> str | None:
     ('obscure', None)
     """
     cls = type(learner)
-    if not cls.__module__.startswith("onlinemkl.river"):
-        return None
     for spec in LEARNERS.values():
-        if spec.target.partition(":")[2] == cls.__name__:
+        name = spec.target.partition(":")[2]
+        if spec.target.startswith("onlinemkl.river:") and getattr(river, name, None) is cls:
             return spec.name
     return None
 

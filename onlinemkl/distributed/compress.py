@@ -4,7 +4,7 @@
 and evicts by the learner's rule until ``budget`` rows remain: OBSCURE projects the chosen row onto a
 partner first, as its step does (:func:`obscure_partner`, ``onlinemkl._core.buffer.project_onto``);
 the proximal learners go through their compiled eviction (:func:`compress_proximal`,
-``onlinemkl._core.fobos.compress_rows``).  :func:`group_norms` recomputes the group norms from rows.
+``onlinemkl.proximal._step.compress_rows``).  :func:`group_norms` recomputes the group norms from rows.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 
 from .._lazy import lazy_module
 
-_cb = lazy_module("buffer")
-_co = lazy_module("obscure")
-_cf = lazy_module("fobos")
+_cb = lazy_module("onlinemkl._core.buffer")
+_co = lazy_module("onlinemkl.obscure._step")
+_cf = lazy_module("onlinemkl.proximal._step")
 
 
 def group_norms(coef, B, K):
@@ -99,7 +99,7 @@ def compress(u, eng, K, B, theta_sq, G, budget):
 
 def compress_proximal(u, eng, K, B, budget, caches):
     """Evict as the proximal step does at a full budget (the learner's choice, then the projection
-    onto a partner row, :func:`onlinemkl._core.fobos.compress_rows`) until ``budget`` rows remain.
+    onto a partner row, :func:`onlinemkl.proximal._step.compress_rows`) until ``budget`` rows remain.
     The union is handed over as a buffer with unit scales (the merged model's scales are folded
     into ``coef``) and its averaged coefficients as the running sums (``avg_base = sigma_cum =
     0``), so an evicted row's share of the averaged model moves to its partner as in a step.

@@ -10,7 +10,7 @@ by the learner's own eviction, row after row, as its step does at a full budget:
 ``choose_evictee`` picks a row whose contribution is first projected onto the stored row with
 the same class pair and sign that keeps most of it (one coefficient, in the kernels' weighted
 sum, ``onlinemkl._core.buffer.project_onto``); the proximal learners
-(:func:`onlinemkl._core.fobos.compress_rows`) project it per kernel group onto the stored row
+(:func:`onlinemkl.proximal._step.compress_rows`) project it per kernel group onto the stored row
 with a parallel class vector (its share of the averaged model moving along).  Only the
 residual leaves.  Plain removal made merged models collapse (every stored row also acts as a
 per-class offset that cancels only in aggregate).
@@ -63,9 +63,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .._lazy import lazy_module
-from ..engines.obscure import ObscureEngine
-from ..engines.proximal import ProximalEngine
-from ..engines.sequence import SequenceEngine
+from ..obscure.engine import ObscureEngine
+from ..proximal.engine import ProximalEngine
+from ..sequence.engine import SequenceEngine
 from ..features import label_key
 from ..kernel_arrays import block_kernels
 from ._common import _merged_scaling, _params, _union, check_scalings, fresh_clone, in_units, unit_frame
@@ -73,9 +73,9 @@ from .compress import compress, group_norms
 from .minibatch import merge_minibatch, minibatch_divergence
 from .sequence import learnt, merge_sequence, sequence_divergence
 
-_cb = lazy_module("buffer")
-_co = lazy_module("obscure")
-_cf = lazy_module("fobos")
+_cb = lazy_module("onlinemkl._core.buffer")
+_co = lazy_module("onlinemkl.obscure._step")
+_cf = lazy_module("onlinemkl.proximal._step")
 
 __all__ = ["merge", "merge_states", "divergence", "state_divergence", "kind_of", "check_learner",
            "state_nbytes", "check_scalings"]

@@ -1,7 +1,7 @@
 """Merging models of the sequence labeller (:class:`onlinemkl.SequenceMKLLabeler`), and the
 distance between two of them.
 
-A model of the labeller is two parts (:mod:`onlinemkl._core.sequence`): the emission part, a
+A model of the labeller is two parts (:mod:`onlinemkl.sequence._step`): the emission part, a
 kernel expansion over stored position examples (a coefficient per example and kernel, a class
 vector ``beta`` per example), and the transition group, the label transition matrix ``T`` with
 the start and stop scores ``S0``, ``S1``.  Every score is linear in both, so the merge is the
@@ -11,7 +11,7 @@ weighted average of each, as for the flat proximal learner (:mod:`onlinemkl.dist
   its model's weight, rows holding the same position example with the same class vector added
   into one; beyond the budget the union is compressed by the labeller's own choice of evictee
   (oldest, or least impact) with the proximal merge's projected removal
-  (:func:`onlinemkl._core.fobos.compress_rows`: the evicted row's contribution moves onto a
+  (:func:`onlinemkl.proximal._step.compress_rows`: the evicted row's contribution moves onto a
   stored row with a parallel class vector where there is one); the norms are recomputed;
 * ``T``, ``S0``, ``S1`` (and the averaged model's) are the weighted means;
 * with ``average=True`` the averaged models are merged alike (coefficients materialised, the
@@ -45,8 +45,8 @@ from ..features import label_key
 from ..kernel_arrays import block_kernels
 from ._common import _merged_scaling, _union, check_scalings, fresh_clone, in_units, unit_frame
 
-_cf = lazy_module("fobos")
-_cs = lazy_module("sequence")
+_cf = lazy_module("onlinemkl.proximal._step")
+_cs = lazy_module("onlinemkl.sequence._step")
 
 __all__ = ["merge_sequence", "sequence_divergence", "learnt"]
 
@@ -205,7 +205,7 @@ def merge_sequence(learner, states, weights):
 
 def _compress(u, eng, budget):
     """Evict with the labeller's choice of row and the projected removal of
-    :func:`onlinemkl._core.fobos.compress_rows` until ``budget`` rows remain (the union handed
+    :func:`onlinemkl.proximal._step.compress_rows` until ``budget`` rows remain (the union handed
     over with unit scales and its averaged coefficients as running sums, so an evicted row's share
     of the averaged model moves to its partner).  Returns the kept rows' original indices."""
     n, F = u.X.shape[0], eng.ck.n_kernels

@@ -13,17 +13,17 @@ example with a NaN, infinite, too large or non-numeric value before any step lea
 
 Adapters are imported on first use (PEP 562), each with its own engine only, and
 none imports scikit-learn, so a river pipeline starts faster.  Every adapter is
-a short declaration of its parameters over :class:`onlinemkl.river._base.EngineAdapter`.
+a short declaration of its parameters over :class:`onlinemkl._river_adapter.EngineAdapter`.
 """
 
 import importlib
 
 _LAZY = {
-    "OBSCUREClassifier": "._obscure",
-    "ProximalMKLClassifier": "._proximal",
-    "ProximalMKLRegressor": "._proximal",
-    "PolyMKLRegressor": "._polymkl",
-    "NonlinearKRRRegressor": "._nonlinear",
+    "OBSCUREClassifier": "onlinemkl.obscure.river",
+    "ProximalMKLClassifier": "onlinemkl.proximal.river",
+    "ProximalMKLRegressor": "onlinemkl.proximal.river",
+    "PolyMKLRegressor": "onlinemkl.polymkl.river",
+    "NonlinearKRRRegressor": "onlinemkl.nonlinear.river",
     "Guard": "._guard",
 }
 

@@ -1,0 +1,34 @@
+"""Non-linear (polynomial) kernel combinations (Cortes et al.) as a mini-batch learner.
+
+The learner's modules, from the compiled step up:
+
+- ``engine``: kernel ridge regression over a learnt degree-``d`` polynomial combination of the base
+  kernels, fitted on a window of recent examples (compiled products in
+  :mod:`onlinemkl._core.polynomial`);
+- ``sklearn``: the scikit-learn face :class:`NonlinearKRRRegressor`;
+- ``river``: the river face (public as :class:`onlinemkl.river.NonlinearKRRRegressor`).
+
+The public class is imported on first use (PEP 562): the river face does not import
+scikit-learn, and the engine imports neither face.
+"""
+
+import importlib
+
+_LAZY = {
+    "NonlinearKRRRegressor": ".sklearn",
+}
+
+__all__ = ["NonlinearKRRRegressor"]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

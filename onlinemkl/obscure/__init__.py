@@ -1,0 +1,34 @@
+"""OBSCURE (Orabona et al.): p-norm multiple kernel learning, online stage 1 and stochastic stage 2.
+
+The learner's modules, from the compiled step up:
+
+- ``_step``: the compiled per-example step of both stages (nopython);
+- ``_fit``: the compiled passes of the batch ``fit``;
+- ``engine``: :class:`~onlinemkl.obscure.engine.ObscureEngine`, its parameters, state and streaming policy;
+- ``sklearn``: the scikit-learn face :class:`OBSCUREClassifier`;
+- ``river``: the river face (public as :class:`onlinemkl.river.OBSCUREClassifier`).
+
+The public class is imported on first use (PEP 562): the river face does not import
+scikit-learn, and the engine imports neither face.
+"""
+
+import importlib
+
+_LAZY = {
+    "OBSCUREClassifier": ".sklearn",
+}
+
+__all__ = ["OBSCUREClassifier"]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,205 @@
+"""OBSCURE's ``fit`` over precomputed kernel matrices: :func:`obscure_fit_run`.
+
+The steps are :func:`~onlinemkl.obscure._step.obscure_step`'s, with the raw scores read from the
+kernel matrices (or from the class sums kept beside them) instead of a pass over the buffer.
+A learner that only streams never compiles this module's functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import njit
+from .._core.kernels import ROW_BLOCK
+from ._step import (F_SCALE, H_BINARY, H_NCLASS, H_Q, H_STAGE, I_N, I_T, SCORES_GIVEN, SCORES_MIXED, ObscureState,
+                    hinge_step_direction, mirror_weights, obscure_step)
+from .._core.scores import add_block_scores, dense_accumulation
+from .._core.state import KernelSpec, LabelledRows
+
+
+@njit
+def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
+    """:func:`obscure_run`'s steps for ``fit``, with the kernel rows gathered from precomputed matrices.
+
+    ``matrix = (Kt, sv_index)``: the kernel row of example ``i`` against the buffer is read
+    from ``Kt[j, i, sv_index[s]]`` (``sv_index[s]`` is the training index of stored row ``s``,
+    kept up to date here) instead of being recomputed; ``Kt`` float64 or float32 (each compiles
+    its own variant, and stream users compile neither).  ``G``: None (that code is then pruned
+    at compile time), or the per-kernel class
+    scores of every training example, ``G[j, c, v] = sum_s coef_s ([ypos_s = c] - [yneg_s = c])
+    Kt[j, sv_s, v]`` (raw, before the lazy scale), kept up to date here (see
+    :func:`add_class_sums`); it needs symmetric ``Kt`` over the whole training set and no budget.
+    With it a step reads its scores in ``O(F C)`` and an update costs ``O(F N)``, where
+    without it every step sums over the stored rows.  ``merge``: ``[-1, -1]`` or ``2 len(X)``
+    entries, ``[slot, stamp]`` of the row last stored for each row of ``X`` (kept up to date
+    here), as :func:`obscure_run`'s :data:`REPLAY`.  Returns ``obscure_run``'s tuple.
+    """
+    Kt, sv_index = matrix
+    buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
+    spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
+    st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
+    F = spec.codes.shape[0]
+    coef, ypos, yneg, g, istate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate
+    n_updates = 0
+    dense = dense_accumulation(coef, g)
+    merge_rows = merge.shape[0] == 2 * X.shape[0]
+    kv = np.empty((F, ROW_BLOCK))
+    ws = np.empty(ROW_BLOCK)
+    loss, yhat, updated, slot = 0.0, -1, False, -1
+    # Multiclass: the scores from the mixed kernel, and the per-kernel scores only of the two
+    # outputs an update needs (gather_mixed).  Binary problems have one output, which every
+    # update needs per kernel: the dense sums of add_block_scores.
+    binary = st.hyper[H_BINARY] != 0.0
+    mixed = not binary
+    a = np.empty(F)
+    km = np.empty(Kt.shape[2] if mixed else 0)
+    for t in range(order.shape[0]):
+        i = order[t]
+        ms, mt = (merge[2 * i], merge[2 * i + 1]) if merge_rows else (-1, -1)
+        n0 = istate[I_N]
+        if G is not None:
+            n_out = 1 if binary else int(st.hyper[H_NCLASS])
+            for j in range(F):
+                for c in range(n_out):
+                    g[j, c] = G[j, c, i]
+            step_mode = SCORES_GIVEN
+        elif mixed:
+            gather_mixed(i, Yi[i], Kt, sv_index, buf, st, a, km)
+            step_mode = SCORES_MIXED
+        else:
+            # The scores straight from Kt, a block of stored rows at a time (the sums of kernel_scores)
+            g[:, :] = 0.0
+            for i0 in range(0, n0, ROW_BLOCK):
+                m = min(ROW_BLOCK, n0 - i0)
+                for j in range(F):
+                    for r in range(m):
+                        kv[j, r] = Kt[j, i, sv_index[i0 + r]]
+                add_block_scores(dense, kv, m, coef, i0, ypos, yneg, ws, g)
+            step_mode = SCORES_GIVEN
+        # the coefficient of the row the hint names, before the step (an update may add to it)
+        c0 = coef[ms, 0] if ms >= 0 and ms < n0 else 0.0
+        loss, yhat, updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, step_mode, ms, mt, False, eviction)
+        if updated:
+            n_updates += 1
+            sv_index[slot] = i
+            if merge_rows:
+                merge[2 * i] = slot
+                merge[2 * i + 1] = buf.tstamp[slot]
+        if G is not None:
+            if st.hyper[H_STAGE] == 2.0 and (istate[I_T] == 1 or st.fstate[F_SCALE] == 1.0):
+                # Stage 2's first step may drop every row (Pegasos), and it shrinks the scale at
+                # every step, so 1 after a step means the lazy scale was folded into the
+                # coefficients.  Both rescale many rows: recompute.
+                class_sums(Kt, sv_index, buf, istate[I_N], G)
+            elif updated:
+                # a new row (slot n0) or the hinted row's coefficient moved: no budget, no other row changed
+                delta = coef[slot, 0] - (c0 if slot < n0 else 0.0)
+                add_class_sums(G, Kt, i, ypos[slot], yneg[slot], delta)
+    return n_updates, loss, yhat, updated, slot
+
+
+@njit
+def add_class_sums(G, Kt, u, cpos, cneg, delta):
+    """``G[j, cpos] += delta Kt[j, u]`` and ``G[j, cneg] -= delta Kt[j, u]`` (``cneg`` -1: none):
+    training example ``u``'s coefficient moved by ``delta`` (``Kt`` symmetric: its row ``u`` is
+    its column, read contiguously)."""
+    for j in range(G.shape[0]):
+        row = Kt[j, u]
+        gp = G[j, cpos]
+        for v in range(gp.shape[0]):
+            gp[v] += delta * row[v]
+        if cneg >= 0:
+            gn = G[j, cneg]
+            for v in range(gn.shape[0]):
+                gn[v] -= delta * row[v]
+
+
+@njit
+def class_sums(Kt, sv_index, buf, n, G):
+    """``G`` of :func:`obscure_fit_run` recomputed from the ``n`` stored rows."""
+    coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
+    per_kernel = 1 if coef.shape[1] > 1 else 0
+    G[:, :, :] = 0.0
+    for s in range(n):
+        u = sv_index[s]
+        for j in range(G.shape[0]):
+            w = coef[s, j * per_kernel]
+            row = Kt[j, u]
+            gp = G[j, ypos[s]]
+            for v in range(gp.shape[0]):
+                gp[v] += w * row[v]
+            if yneg[s] >= 0:
+                gn = G[j, yneg[s]]
+                for v in range(gn.shape[0]):
+                    gn[v] -= w * row[v]
+
+
+@njit
+def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
+    """Fill ``st.scores`` for training example ``i`` (label ``y``) from the precomputed matrices, and the
+    columns of ``st.g`` that its update reads, without a per-kernel scatter over the buffer.
+
+    The output scores need only the mixed kernel: ``scores[c] = scale sum_s coef_s
+    ([ypos_s = c] - [yneg_s = c]) sum_j a_j Kt[j, i, sv_s]``, one value per stored row where
+    the per-kernel scores ``g[j, c]`` take ``F`` per output (``2 F`` read-modify-writes of
+    ``g`` per row, or ``F + 1`` dot products per output: most of a multiclass step's time).  The norm update reads ``g[:, cpos]`` and
+    ``g[:, cneg]`` only, for the class pair of a margin error: those two columns are summed in
+    a second pass over the rows holding either class, only when there is an update.  Other
+    columns of ``g`` are left stale (only :func:`obscure_step` with :data:`SCORES_MIXED`, which
+    reads the given scores and those two columns, follows).  ``a``: scratch of ``F``; ``km``:
+    scratch of ``Kt.shape[2]``.  When the stored rows outnumber half the columns of ``Kt`` (an
+    example stored with several class pairs), the mixed kernel of every column is computed
+    first, in one contiguous pass per kernel, and each row reads its column's value: one
+    read per row instead of ``F`` scattered ones.
+    """
+    coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
+    theta_sq, istate, fstate, hyper, g, scores = st
+    F = g.shape[0]
+    n = istate[I_N]
+    binary = hyper[H_BINARY] != 0.0
+    n_out = 1 if binary else int(hyper[H_NCLASS])
+    mirror_weights(theta_sq, hyper[H_Q], a)
+    for c in range(n_out):
+        scores[c] = 0.0
+    if 2 * n >= km.shape[0]:
+        km[:] = 0.0
+        for j in range(F):
+            for u in range(km.shape[0]):
+                km[u] += a[j] * Kt[j, i, u]
+        for s in range(n):
+            v = coef[s, 0] * km[sv_index[s]]
+            scores[ypos[s]] += v
+            if yneg[s] >= 0:
+                scores[yneg[s]] -= v
+    else:
+        for s in range(n):
+            u = sv_index[s]
+            v = 0.0
+            for j in range(F):
+                v += a[j] * Kt[j, i, u]
+            v *= coef[s, 0]
+            scores[ypos[s]] += v
+            if yneg[s] >= 0:
+                scores[yneg[s]] -= v
+    sc = fstate[F_SCALE]
+    for c in range(n_out):
+        scores[c] *= sc
+    err, cpos, cneg = hinge_step_direction(scores, y, n_out, binary)[1:4]
+    if not err:
+        return
+    for j in range(F):
+        g[j, cpos] = 0.0
+        if cneg >= 0:
+            g[j, cneg] = 0.0
+    for s in range(n):
+        yp, yn = ypos[s], yneg[s]
+        pos = yp == cpos or yp == cneg
+        neg = yn >= 0 and (yn == cpos or yn == cneg)
+        if pos or neg:
+            u = sv_index[s]
+            for j in range(F):
+                v = coef[s, 0] * Kt[j, i, u]
+                if pos:
+                    g[j, yp] += v
+                if neg:
+                    g[j, yn] -= v

@@ -1,0 +1,334 @@
+"""Online proximal MKL for sequence labelling (Martins et al., the structured case).
+
+A first-order chain over ``Y`` labels.  The score of a labelling ``y`` of
+positions ``x_0..x_{L-1}`` is::
+
+    sum_i U[i, y_i] + sum_{i>0} T[y_{i-1}, y_i] + S0[y_0] + S1[y_{L-1}]
+
+with unary scores ``U[i, c] = sum_k sigma_k sum_s coef[s, k] beta[s, c] K_k(x_s, x_i)``
+from the implicit kernel groups over the support buffer of *position examples*,
+and the transition/start/stop scores from one explicit group
+``(T, S0, S1) = sigma_T * (Traw, S0raw, S1raw)``.
+
+One step per sequence (Algorithm 1 with the structured loss):
+
+* SVM (structured hinge, Hamming cost): loss-augmented Viterbi gives ``yhat``;
+  the subgradient is ``phi(x, yhat) - phi(x, y)``, so each position with
+  ``yhat_i != y_i`` is stored with class vector ``e_{y_i} - e_{yhat_i}``.
+* CRF: forward-backward marginals ``mu``; the gradient is
+  ``E_mu[phi] - phi(x, y)``, so every position is stored with ``e_{y_i} - mu_i``
+  and the transitions move by the observed minus the expected counts.
+
+Positions are inserted one after the other; after each insertion (and each
+eviction) the raw scores of the positions still to be inserted are corrected
+with one kernel evaluation, so the norm updates of eq. (17) stay exact (they
+include the cross terms ``K_k(x_i, x_j)`` between positions of a sequence).
+Then the same proximal step, projection and lazy scaling as the flat learner.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._config import njit
+from ._chain import forward_backward, viterbi, viterbi_loss_augmented
+from ..proximal._step import (GroupState, ProxRows, apply_implicit_factors, dense_kernel_scores, implicit_insert,
+                              prox_factors, step_size, SCALE_FOLD_HIGH, SCALE_FOLD_LOW)
+from ..proximal._evict import add_row_to_scores, choose_dense_evictee, evict_norms
+from .._core.kernels import block_work, kernel_row_block, prepare_query
+from .._core.state import KernelSpec, Query, Rows
+
+# hyper
+H_LOSS = 0  # 0 structured hinge (SVM), 1 CRF
+H_PROX = 1
+H_LAM = 2
+H_PROX_PARAM = 3
+H_SCHEDULE = 4
+H_ETA0 = 5
+H_SIGMA_SC = 6
+H_GAMMA = 7  # projection radius (0: none); with gamma="auto" the boundary sets it before each step
+H_BUDGET = 8
+H_POLICY = 9
+H_NLABELS = 10
+H_COST = 11  # Hamming cost per wrong position in loss-augmented decoding
+N_HYPER = 12
+
+LOSS_SVM = 0
+LOSS_CRF = 1
+
+# istate
+I_N = 0
+I_T = 1
+I_UPDATES = 2
+I_EVICTIONS = 3
+I_CLOCK = 4  # positions seen (time stamps)
+N_ISTATE = 5
+
+
+class ChainScores(NamedTuple):
+    """The transition group: transition scores ``T[C, C]`` (``T[a, b]``: label ``a`` then ``b``),
+    start scores ``S0[C]`` and stop scores ``S1[C]``, for ``C`` label slots (the first ``Y`` in
+    use).  Raw (times the lazy scale ``sigma[F]``) in the model, their running sums in the
+    averaged model, or a model's own scores at prediction."""
+
+    T: np.ndarray
+    S0: np.ndarray
+    S1: np.ndarray
+
+
+@njit
+def unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U):
+    """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position (L passes).
+
+    ``buf`` (:class:`ProxRows`, its first ``n`` rows) and the scales ``sigma`` are the model;
+    ``xsqs[i]``/``xdiags[i]`` receive each position's query caches
+    (:func:`~onlinemkl._core.kernels.prepare_query`); ``U``'s columns are the labels in use.
+    """
+    L = xs.shape[0]
+    Y = U.shape[1]
+    F = spec.codes.shape[0]
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
+    for i in range(L):
+        prepare_query(xs[i], spec, xsqs[i], xdiags[i])
+        dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, buf.coef, buf.beta, Y, gpos[i])
+        for c in range(Y):
+            acc = 0.0
+            for k in range(F):
+                acc += sigma[k] * gpos[i, k, c]
+            U[i, c] = acc
+
+
+@njit
+def chain_scores(Traw, S0raw, S1raw, sT, Y, T, S0, S1):
+    for a in range(Y):
+        S0[a] = sT * S0raw[a]
+        S1[a] = sT * S1raw[a]
+        for b2 in range(Y):
+            T[a, b2] = sT * Traw[a, b2]
+
+
+@njit
+def model_scores(xs, buf, n, spec, sigma, Traw, S0raw, S1raw, Y):
+    """Every score Viterbi needs for a sequence ``xs`` under a model, freshly allocated.
+
+    Returns ``(gpos, xsqs, xdiags, U, T, S0, S1)``: the raw per-group scores, the query caches
+    and the unary scores of :func:`unary_scores` (model: the first ``n`` rows of ``buf`` and the
+    scales ``sigma``), and the transition, start and stop scores of :func:`chain_scores` (the raw
+    transition group ``Traw``, ``S0raw``, ``S1raw`` scaled by ``sigma[F]``), over ``Y`` labels.
+    """
+    L = xs.shape[0]
+    F = spec.codes.shape[0]
+    G = spec.gptr.shape[0] - 1
+    gpos = np.empty((L, F, Y))
+    xsqs = np.empty((L, G))
+    xdiags = np.empty((L, F))
+    U = np.empty((L, Y))
+    unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U)
+    T = np.empty((Y, Y))
+    S0 = np.empty(Y)
+    S1 = np.empty(Y)
+    chain_scores(Traw, S0raw, S1raw, sigma[F], Y, T, S0, S1)
+    return gpos, xsqs, xdiags, U, T, S0, S1
+
+
+@njit
+def sequence_predict(xs, buf, n, spec, sigma, chain, Y, out_path):
+    """Viterbi labelling of one sequence under a model; returns its score, the path in ``out_path``.
+
+    The model: the first ``n`` rows of ``buf`` (:class:`ProxRows`), the scales ``sigma[F + 1]``
+    and the raw transition group ``chain`` (:class:`ChainScores`, scaled by ``sigma[F]``), over
+    ``Y`` labels.  The averaged model is the averaged coefficients and transition sums with unit
+    scales.  The records may come as plain tuples of their fields (see :func:`sequence_learn`).
+    """
+    buf, spec, chain = ProxRows(*buf), KernelSpec(*spec), ChainScores(*chain)
+    _, _, _, U, T, S0, S1 = model_scores(xs, buf, n, spec, sigma, chain.T, chain.S0, chain.S1, Y)
+    return viterbi(U, T, S0, S1, out_path)
+
+
+@njit
+def sequence_score(U, T, S0, S1, y):
+    L = y.shape[0]
+    if L == 0:
+        return 0.0
+    s = S0[y[0]] + S1[y[L - 1]]
+    for i in range(L):
+        s += U[i, y[i]]
+        if i > 0:
+            s += T[y[i - 1], y[i]]
+    return s
+
+
+@njit
+def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
+    """One online proximal step on a labelled sequence; returns ``(loss, n_wrong, updated)``.
+
+    ``n_wrong`` counts the positions the model (before the step) labels wrongly
+    under plain Viterbi.  The model is ``buf`` (:class:`ProxRows`), ``spec``
+    (:class:`~onlinemkl._core.state.KernelSpec`), the raw transition group ``chain`` and its
+    running sum ``chain_avg`` (:class:`ChainScores`) and ``st`` (:class:`GroupState`, indexed by
+    this module's ``H_*``/``I_*``), all updated in place; ``b``, ``b_new`` are scratch for the
+    group norms (``F + 1``).  The caller guarantees capacity for ``L`` more rows.
+
+    Each record may also come as a plain tuple of its fields in order, as the engine passes them
+    (Numba types a plain tuple from its items alone, a NamedTuple also from its class and field
+    names, on every call); the fields get their names back here.
+    """
+    buf, spec, st = ProxRows(*buf), KernelSpec(*spec), GroupState(*st)
+    chain, chain_avg = ChainScores(*chain), ChainScores(*chain_avg)
+    S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base = buf
+    Traw, S0raw, S1raw = chain
+    Tavg, S0avg, S1avg = chain_avg
+    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper = st
+    params = spec.params
+    L = xs.shape[0]
+    F = spec.codes.shape[0]
+    G = spec.gptr.shape[0] - 1
+    P = F + 1
+    Y = int(hyper[H_NLABELS])
+    n = istate[I_N]
+    t = istate[I_T] + 1
+    istate[I_T] = t
+    eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
+    steps = np.full(F, eta)  # every kernel group the same step (implicit_insert's per-group steps)
+
+    gpos, xsqs, xdiags, U, T, S0, S1 = model_scores(xs, buf, n, spec, sigma, Traw, S0raw, S1raw, Y)
+
+    path = np.empty(L, dtype=np.int64)
+    viterbi(U, T, S0, S1, path)
+    n_wrong = 0
+    for i in range(L):
+        if path[i] != ys[i]:
+            n_wrong += 1
+
+    # class vectors u_i (position gradients, negated) and transition count differences.
+    u = np.zeros((L, Y))
+    dT = np.zeros((Y, Y))
+    dS0 = np.zeros(Y)
+    dS1 = np.zeros(Y)
+    gold = sequence_score(U, T, S0, S1, ys)
+    if hyper[H_LOSS] == LOSS_SVM:
+        yhat = np.empty(L, dtype=np.int64)
+        aug = viterbi_loss_augmented(U, T, S0, S1, ys, hyper[H_COST], yhat)
+        loss = aug - gold
+        if loss < 0.0:
+            loss = 0.0
+        if loss > 0.0:
+            for i in range(L):
+                if yhat[i] != ys[i]:
+                    u[i, ys[i]] += 1.0
+                    u[i, yhat[i]] -= 1.0
+            if L > 0:
+                dS0[ys[0]] += 1.0
+                dS0[yhat[0]] -= 1.0
+                dS1[ys[L - 1]] += 1.0
+                dS1[yhat[L - 1]] -= 1.0
+            for i in range(1, L):
+                dT[ys[i - 1], ys[i]] += 1.0
+                dT[yhat[i - 1], yhat[i]] -= 1.0
+    else:
+        marg = np.empty((L, Y))
+        pair = np.empty((Y, Y))
+        log_z = forward_backward(U, T, S0, S1, marg, pair)
+        loss = log_z - gold
+        if loss < 0.0:
+            loss = 0.0
+        for i in range(L):
+            for c in range(Y):
+                u[i, c] = -marg[i, c]
+            u[i, ys[i]] += 1.0
+        if L > 0:
+            for c in range(Y):
+                dS0[c] = -marg[0, c]
+                dS1[c] = -marg[L - 1, c]
+            dS0[ys[0]] += 1.0
+            dS1[ys[L - 1]] += 1.0
+        for a in range(Y):
+            for c in range(Y):
+                dT[a, c] = -pair[a, c]
+        for i in range(1, L):
+            dT[ys[i - 1], ys[i]] += 1.0
+
+    # gradient step on the implicit groups: insert positions one by one, keeping the
+    # raw scores of the positions still to come exact.
+    updated = loss > 0.0 and eta > 0.0
+    if not updated:
+        for i in range(L):
+            for c in range(Y):
+                u[i, c] = 0.0
+        dT[:, :] = 0.0
+        dS0[:] = 0.0
+        dS1[:] = 0.0
+    else:
+        istate[I_UPDATES] += 1
+    budget = int(hyper[H_BUDGET])
+    work = block_work(G)
+    rows = Rows(S, ssq, sdiag)
+    kx = np.empty((F, 1))  # K_k(x_j, S_slot): the one-row blocked pass
+    ge = np.empty((F, Y))
+    for i in range(L):
+        usq = 0.0
+        for c in range(Y):
+            usq += u[i, c] * u[i, c]
+        if usq == 0.0:
+            continue
+        slot = n
+        if budget > 0 and n >= budget:
+            slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, Y, sdiag, params, sigma)
+            for j in range(i, L):
+                kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
+                add_row_to_scores(-1.0, slot, kx, coef, beta, Y, gpos[j])
+            # the raw scores of the evicted row (a second pass), then its share of the norms
+            qe = Query(S[slot, :].copy(), ssq[slot, :].copy(), sdiag[:, slot].copy())
+            dense_kernel_scores(qe, rows, n, spec, coef, beta, Y, ge)
+            evict_norms(slot, ge, theta_sq, coef, beta, Y, sdiag, params)
+            istate[I_EVICTIONS] += 1
+        else:
+            n += 1
+            istate[I_N] = n
+        istate[I_CLOCK] += 1
+        implicit_insert(slot, Query(xs[i], xsqs[i], xdiags[i]), u[i], steps, istate[I_CLOCK], buf, params, st,
+                        gpos[i], False)
+        for j in range(i + 1, L):
+            kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
+            add_row_to_scores(1.0, slot, kx, coef, beta, Y, gpos[j])
+
+    # gradient step on the transition group (explicit), exact norm.
+    rT = eta / sigma[F]
+    acc = 0.0
+    for a in range(Y):
+        S0raw[a] += rT * dS0[a]
+        S1raw[a] += rT * dS1[a]
+        acc += S0raw[a] * S0raw[a] + S1raw[a] * S1raw[a]
+        for c in range(Y):
+            Traw[a, c] += rT * dT[a, c]
+            acc += Traw[a, c] * Traw[a, c]
+    theta_sq[F] = acc
+
+    # proximal step and projection over the P = F + 1 group norms.
+    factors = np.empty(P)
+    prox_factors(int(hyper[H_PROX]), theta_sq, sigma, eta * hyper[H_LAM], hyper[H_PROX_PARAM], prox_weights,
+                 hyper[H_GAMMA], b, b_new, factors)
+    apply_implicit_factors(F, n, factors, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum)
+    fT = factors[F]
+    if fT == 0.0:
+        Traw[:, :] = 0.0
+        S0raw[:] = 0.0
+        S1raw[:] = 0.0
+        theta_sq[F] = 0.0
+        sigma[F] = 1.0
+    else:
+        sigma[F] *= fT
+        if sigma[F] < SCALE_FOLD_LOW or sigma[F] > SCALE_FOLD_HIGH:
+            sT = sigma[F]
+            Traw *= sT
+            S0raw *= sT
+            S1raw *= sT
+            theta_sq[F] *= sT * sT
+            sigma[F] = 1.0
+    sT = sigma[F]
+    Tavg += sT * Traw
+    S0avg += sT * S0raw
+    S1avg += sT * S1raw
+    return loss, n_wrong, updated
