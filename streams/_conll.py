@@ -185,9 +185,9 @@ class CoNLLReader(LineReader):
                                        "split it into shorter sequences (blank lines between them)")
                     values, label = self._token(text, line_no)
                 except _BadLine as bad:
-                    self._bad(line_no, bad.problem + ("" if line_no == start else
-                                                      f" (in the sequence starting at line {start})"),
-                              (bad.fix or "fix the line") + "; the whole sequence is skipped")
+                    where = "" if line_no == start or "starting at line" in bad.problem else \
+                        f" (in the sequence starting at line {start})"
+                    self._bad(line_no, bad.problem + where, bad.fix)
                     rows, labels, skipping = [], [], True
                     continue
                 rows.append(values)
