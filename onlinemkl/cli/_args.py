@@ -18,7 +18,7 @@ from ._task import SAMPLE as TASK_SAMPLE
 from ._train import _train
 from ._warmup import _warmup
 
-SOURCE_HELP = ("a file (csv, libsvm or jsonl, optionally .gz/.bz2/.xz), '-' for standard input, "
+SOURCE_HELP = ("a file (csv, libsvm, jsonl, or conll for sequences; optionally .gz/.bz2/.xz), '-' for standard input, "
                "or tcp://HOST:PORT (line-framed text from a socket)")
 
 
@@ -51,10 +51,13 @@ def _learners_epilog() -> str:
 
 def _add_source(p, predict=False):
     p.add_argument("source", metavar="SOURCE", help=SOURCE_HELP + " (required)")
-    p.add_argument("--format", choices=("csv", "libsvm", "jsonl"), default=None,
-                   help="the format of SOURCE (default: from the file suffix; required for '-' and tcp://)")
+    p.add_argument("--format", choices=("csv", "libsvm", "jsonl", "conll"), default=None,
+                   help="the format of SOURCE; conll: one token per line, numeric feature columns then the "
+                        "label, a blank line between sequences (default: from the file suffix, .conll/.iob/.bio "
+                        "for conll; conll for a sequence model; else required for '-' and tcp://)")
     p.add_argument("--target", default=None,
-                   help="the label's column (csv) or key (jsonl); libsvm labels are the first field"
+                   help="the label's column (csv) or key (jsonl); libsvm labels are the first field, conll "
+                        "labels the last column"
                         + (" (default: the target the model was trained with, ignored if absent)" if predict else
                            " (default: the saved model's training target, else the LAST csv column or the "
                            "jsonl key y; the command prints which)"))
@@ -67,7 +70,9 @@ def _add_source(p, predict=False):
                             "-p loss=hinge; float); json-lines and libsvm labels are typed already (default: "
                             "from the task: the text for classification, float for regression)")
     p.add_argument("--drop", metavar="COLUMN", action="append", default=None,
-                   help="a csv column to ignore, e.g. an id (repeatable; default: none)")
+                   help="a csv column to ignore, e.g. an id; conll: a column number from 1, e.g. --drop 1 for "
+                        "the word (repeatable; default: none" + (", conll: the columns dropped in training)"
+                                                                  if predict else ")"))
     p.add_argument("--categorical", metavar="COLUMN[,COLUMN...]", action="append", default=None,
                    help="csv columns (jsonl keys) of text categories, read as one indicator feature per value, "
                         "column=value, 1 for the example's value and 0 for the others met so far (repeatable or "
@@ -96,14 +101,15 @@ def _add_model(p, new_only=False, serve=False):
         g.add_argument("--model", metavar="PATH", default=None,
                        help="start from this saved model (incremental retraining; default: a new model from the "
                             "options below)")
-    g.add_argument("--task", choices=("classification", "regression"), default=None,
+    g.add_argument("--task", choices=("classification", "regression", "sequence"), default=None,
                    help="what the labels are; picks the default learner (classification: "
-                        f"{DEFAULT_LEARNERS['classification']}, regression: {DEFAULT_LEARNERS['regression']}) "
+                        f"{DEFAULT_LEARNERS['classification']}, regression: {DEFAULT_LEARNERS['regression']}, "
+                        "sequence: sequence, label sequences of a conll source) "
                         + ("(default: classification; the command prints it)" if serve else
                            f"(default: from --learner, else inferred from the first {TASK_SAMPLE} labels: text "
                            f"or at most {MAX_CLASSES} distinct whole numbers is classification, numbers with "
                            "fractions or more distinct values regression; the command prints the choice and "
-                           "why; required for a tcp:// source)"))
+                           "why; sequence for a conll source; required for a tcp:// source)"))
     g.add_argument("--learner", choices=sorted(LEARNERS), default=None,
                    help="the learner (the learners and their parameters are listed at the end) (default: "
                         "the task's learner, see --task)")

@@ -166,6 +166,27 @@ LEARNERS["proximal-regressor"] = LearnerSpec(
                                   "with larger norms, the same total step) or 'equal'"), **_REPLAY_SEED, **_SCALE}),
 )
 
+LEARNERS["sequence"] = LearnerSpec(
+    name="sequence",
+    target="onlinemkl.sequence:SequenceMKLLabeler",
+    task="sequence",
+    summary="online proximal MKL for sequence labelling, a first-order chain of the tokens' labels "
+            "(Martins et al. 2010); reads CoNLL-style files (--format conll), one sequence per example",
+    given_params={
+        "loss": ("svm", "'svm' (structured hinge, loss-augmented Viterbi) or 'crf' (forward-backward)"),
+        "cost": ("1.0", "the Hamming cost of a wrong token in loss-augmented decoding (loss svm)"),
+        **{k: (d if d is not None else {"lam": "0.0001", "eta0": "1.0", "gamma": "auto", "average": "false"}[k], h)
+           for k, (d, h) in _PROXIMAL_COMMON.items() if k not in ("eviction", "replay", "replay_window")},
+        "eta0": ("1.0", "initial step size > 0"),
+        "eviction": ("oldest", "'oldest' or 'least_impact': which stored token a full buffer drops"),
+        "n_epochs": ("1", "passes of fit() in Python; the command line learns each sequence once, in order"),
+        "random_state": ("none", "seed of fit()'s order, an int (unused by the command line)"),
+        "max_features": _FEATURE_CAP["max_features"],
+        "scale": ("auto", "standardise the tokens' features inside the labeller: auto (once a learnt value shows "
+                          "they are not standardised), true (always) or false (never)"),
+    },
+)
+
 LEARNERS["polymkl"] = LearnerSpec(
     name="polymkl",
     target="onlinemkl.river:PolyMKLRegressor",
