@@ -556,7 +556,8 @@ class ModelServer:
             reply = {"prediction": _jsonable(self.model.predict_one(xs))}
             if "ys" in req:
                 self.model.learn_one(xs, req["ys"])  # checks every token before it changes anything
-                self._learned()
+                if xs:  # an empty sequence teaches nothing
+                    self._learned()
                 reply["learned"] = True
         if "id" in req:
             reply["id"] = req["id"]
