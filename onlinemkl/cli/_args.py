@@ -202,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Predict each example of SOURCE, score the prediction, then learn the example (prequential "
         "evaluation), with a progress bar (examples/s), a final table of the metrics and, with --plot, an "
         "image of the learning curve and of the kernel weights over time. Missing values (empty csv cells, "
-        "jsonl nulls) are handled as in train and predict, and counted.",
+        "jsonl nulls) are handled as in train and predict, and counted. A sequence model (--task sequence, a "
+        "CoNLL-style SOURCE) is scored per token: each sequence is predicted, its tokens scored, then learnt.",
         example="onlinemkl evaluate data.csv --target label -p budget=1000 -m accuracy -m cohen_kappa "
                 "--plot curve.png",
         learners=True)
@@ -238,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and are not reported there. A missing value (an empty csv cell, a jsonl null) is not an absent "
         "column: as in train and evaluate, the example goes on without that feature, and the count of "
         "such examples per column is printed at the end.",
+        "A sequence model (--task sequence) reads a CoNLL-style SOURCE and writes one line per sequence: its "
+        "tokens' labels joined by a space (by a tab with --delimiter tab); it drops the columns dropped in "
+        "training, and takes labelled and unlabelled token lines alike.",
         example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
                 "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba")
     pr.add_argument("model_file", metavar="MODEL", help="a model file written by train, evaluate, serve or save()")
@@ -260,7 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
         "{\"token\": \"...\"}.",
         "A request whose feature names differ from the model's (with or without \"y\") gets an error "
         "reply naming the unknown and missing ones and is not learnt, unless --allow-feature-mismatch. "
-        "The protocol: docs/serving.md.",
+        "The protocol: docs/serving.md. A sequence model (--task sequence) takes one sequence per line instead: "
+        "{\"xs\": [[...], ...]} (one row of numbers per token) to label, with \"ys\": [...] (one label per "
+        "token) to label, then learn; the reply's prediction is the list of labels.",
         "The first line on standard output is {\"listening\": \"HOST:PORT\", ...}. SIGTERM/SIGINT stop "
         "accepting connections, let each connection finish the line in progress, write --save and exit 0.",
         example="onlinemkl serve --model model.omkl --port 8765 --save model.omkl --token-file token.txt\n"
