@@ -1,4 +1,4 @@
-"""Lazy, constant-memory readers that turn data into ``(x: dict, y)`` pairs.
+"""Lazy, constant-memory readers that turn data into ``(x: dict, y)`` pairs (sequences into ``(xs, ys)``).
 
 The pairs are what online learners consume one at a time
 (``model.learn_one(x, y)``). Every reader returns a :class:`Reader`: an

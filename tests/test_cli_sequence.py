@@ -70,7 +70,7 @@ def test_train_predict_evaluate_round_trip(capsys, data):
 
     # predict: one line per sequence, the labels joined by a space; --drop 1 comes from the model file
     pred = data["dir"] / "p.txt"
-    code, _, err = run(capsys, "predict", out, data["new"], "--format", "conll", "--output", pred)
+    code, _, err = run(capsys, "predict", out, data["new"], "--output", pred)  # a sequence model reads conll
     assert code == 0, err
     seqs = list(streams.read_conll(str(data["new"]), drop=[1]))
     assert pred.read_text().splitlines() == [" ".join(model.predict_one(xs)) for xs, _ in seqs]
@@ -190,6 +190,16 @@ def test_server_labels_and_learns_sequences(seq_model, tmp_path):
         c.close()
     finally:
         srv.shutdown(timeout=5)
+
+
+def test_serve_command_builds_a_bare_labeller_and_compiles_it_first():
+    from onlinemkl.cli._model import build_model
+    from onlinemkl.cli._warmup import warmup_name
+
+    args = cli.build_parser().parse_args(["serve", "--task", "sequence", "-p", "budget=50"])
+    model = build_model(args)
+    assert type(model) is SequenceMKLLabeler and model.budget == 50  # no scaler in front: it scales itself
+    assert warmup_name(model) == "sequence"  # compiled before the first client, as the other learners
 
 
 def test_server_bounds_a_sequence(seq_model):
