@@ -16,6 +16,14 @@ anything malformed                        ``{"error": "...", "line": 3}``; the m
                                           connection stays open
 ========================================  ===========================================================
 
+A sequence labeller (:class:`onlinemkl.SequenceMKLLabeler`) takes one sequence per line instead:
+``{"xs": [[0.5, 1.0], [0.1, -2.0]]}`` (one row of numbers per token, every row as long as the
+model's) is answered ``{"prediction": ["B", "I"]}``, one label per token; with ``"ys": ["B",
+"O"]`` (one JSON string, number or boolean per token) the sequence is predicted, then learnt
+(``"learned": true``); ``"id"`` is echoed; a sequence holds at most ``max_sequence_length``
+tokens (10 000 by default).  Its rows get the checks of ``x`` below, and a labelled line the
+checks of a prediction (the model's number of features) before anything is learnt.
+
 ``x`` maps feature names to finite numbers (for a model whose features are
 numbers, e.g. trained from LIBSVM files, a key ``"3"`` means feature ``3``);
 ``y`` is a JSON string, number or boolean, compared with the model's classes by
@@ -90,10 +98,14 @@ DEFAULTS = {
     "idle_timeout": 300.0,
     "line_timeout": 30.0,
     "auth_timeout": 10.0,
+    "max_sequence_length": 10_000,
 }
 
 _POLL = 0.1  # seconds between checks of the stop flag
 _KEYS = frozenset({"x", "y", "proba", "id"})
+_SEQUENCE_KEYS = frozenset({"xs", "ys", "id"})
+#: The registry name (:mod:`onlinemkl.persist`) of the learner that takes sequence requests.
+_SEQUENCE_LEARNER = "onlinemkl.SequenceMKLLabeler"
 
 
 class RequestError(ValueError):
@@ -135,7 +147,7 @@ class ModelServer:
         The default host is the loopback interface: other machines cannot connect.
     token
         If given, the first line of every connection must be ``{"token": token}``.
-    max_line_bytes, max_clients, idle_timeout, line_timeout, auth_timeout
+    max_line_bytes, max_clients, idle_timeout, line_timeout, auth_timeout, max_sequence_length
         The limits described in the module docstring.
     save_path, checkpoint_every
         Write the model to ``save_path`` (atomically) every ``checkpoint_every``
@@ -153,7 +165,7 @@ class ModelServer:
                  max_line_bytes=DEFAULTS["max_line_bytes"], max_clients=DEFAULTS["max_clients"],
                  idle_timeout=DEFAULTS["idle_timeout"], line_timeout=DEFAULTS["line_timeout"],
                  auth_timeout=DEFAULTS["auth_timeout"], save_path=None, checkpoint_every=None, save=None,
-                 log=sys.stderr):
+                 log=sys.stderr, max_sequence_length=DEFAULTS["max_sequence_length"]):
         if max_line_bytes < 16:
             raise ValueError(f"max_line_bytes={max_line_bytes}: must be at least 16")
         if max_clients < 1:
@@ -164,7 +176,12 @@ class ModelServer:
                 raise ValueError(f"{name}={value}: must be > 0 seconds")
         if checkpoint_every is not None and checkpoint_every < 1:
             raise ValueError(f"checkpoint_every={checkpoint_every}: must be at least 1")
+        if max_sequence_length < 1:
+            raise ValueError(f"max_sequence_length={max_sequence_length}: must be at least 1")
         self.model = model
+        #: whether requests are sequences (``xs``/``ys``): the model is a sequence labeller
+        self.sequences = _labels_sequences(model)
+        self.max_sequence_length = int(max_sequence_length)
         self.token = token
         self.max_line_bytes = int(max_line_bytes)
         self.max_clients = int(max_clients)
@@ -441,8 +458,12 @@ class ModelServer:
         self.n_requests += 1
         req = None
         try:
-            req = self.parse(line)
-            reply = self.handle(req)
+            if self.sequences:
+                req = self.parse_sequence(line, self.max_sequence_length)
+                reply = self.handle_sequence(req)
+            else:
+                req = self.parse(line)
+                reply = self.handle(req)
         except RequestError as exc:
             reply = {"error": str(exc)}
         except Exception as exc:  # the model rejected the example (its message says why)
@@ -482,6 +503,65 @@ class ModelServer:
         if not isinstance(req.get("proba", False), bool):
             raise RequestError('"proba" must be true or false')
         return req
+
+    @staticmethod
+    def parse_sequence(line: bytes, max_tokens: int = DEFAULTS["max_sequence_length"]) -> dict:
+        """A validated sequence request: ``xs`` a list of at most ``max_tokens`` rows of finite numbers of
+        magnitude at most 1e50, all of one length; ``ys`` (optional) one JSON scalar per row."""
+        try:
+            req = json.loads(line)
+        except UnicodeDecodeError:
+            raise RequestError("the line is not UTF-8 text") from None
+        except ValueError as exc:
+            raise RequestError(f"malformed JSON ({exc})") from None
+        if not isinstance(req, dict):
+            raise RequestError('a request is a JSON object such as {"xs": [[0.5, 1.0], [0.1, 2.0]]} or '
+                               '{"xs": [...], "ys": ["B", "I"]}')
+        unknown = set(req) - _SEQUENCE_KEYS
+        if unknown:
+            raise RequestError(f"unknown keys {sorted(unknown)}; this model labels sequences: a request has xs (one "
+                               "row of numbers per token), and optionally ys (one label per token) and id")
+        xs = req.get("xs")
+        if not isinstance(xs, list):
+            raise RequestError('"xs" must be a JSON array with one row of numbers per token, e.g. [[0.5, 1.0], '
+                               '[0.1, 2.0]]')
+        if len(xs) > max_tokens:
+            raise RequestError(f'"xs" has {len(xs)} tokens, more than {max_tokens} (max_sequence_length); split '
+                               "the sequence")
+        for i, row in enumerate(xs):
+            if not isinstance(row, list) or not row:
+                raise RequestError(f'xs[{i}] must be a non-empty JSON array of numbers (the token\'s features)')
+            if len(row) != len(xs[0]):
+                raise RequestError(f"xs[{i}] has {len(row)} numbers but xs[0] has {len(xs[0])}; every token needs "
+                                   "the same features")
+            for j, v in enumerate(row):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or (type(v) is float and not math.isfinite(v)):
+                    raise RequestError(f"xs[{i}][{j}] = {v!r} is not a finite number")
+                if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
+                    raise RequestError(f"xs[{i}][{j}] = {v!r} {TOO_LARGE}")
+        if "ys" in req:
+            ys = req["ys"]
+            if not isinstance(ys, list) or len(ys) != len(xs):
+                raise RequestError(f'"ys" must be a JSON array of one label per token ({len(xs)} here)')
+            for i, y in enumerate(ys):
+                if not _label_ok(y):
+                    raise RequestError(f"ys[{i}] = {y!r}: a label is a JSON string, number or boolean")
+        return req
+
+    def handle_sequence(self, req: dict) -> dict:
+        """Label the sequence (and learn it when ``ys`` is given) under the model lock."""
+        xs = [[float(v) for v in row] for row in req["xs"]]
+        with self.lock:
+            # the prediction runs the labeller's checks (the model's number of features) before any learning
+            reply = {"prediction": _jsonable(self.model.predict_one(xs))}
+            if "ys" in req:
+                self.model.learn_one(xs, req["ys"])  # checks every token before it changes anything
+                if xs:  # an empty sequence teaches nothing
+                    self._learned()
+                reply["learned"] = True
+        if "id" in req:
+            reply["id"] = req["id"]
+        return reply
 
     def handle(self, req: dict) -> dict:
         """Predict (and learn when ``y`` is given) under the model lock."""
@@ -529,6 +609,10 @@ class ModelServer:
             for restore in undo:
                 restore()
             raise
+        self._learned()
+
+    def _learned(self):
+        """Count a learnt example (or sequence) and write the checkpoint when it is due."""
         self.n_learned += 1
         self._since_checkpoint += 1
         if self.save_path is not None and self.checkpoint_every and self._since_checkpoint >= self.checkpoint_every:
@@ -566,6 +650,16 @@ class _Connection:
         self.line_no = 0
         self.connected = self.last = now
         self.line_start = None  # when the first byte of the unfinished line arrived
+
+
+def _labels_sequences(model) -> bool:
+    """Whether ``model`` (its final step) is the sequence labeller, by its name in the model file registry."""
+    from .persist import registered_name
+
+    try:
+        return registered_name(_final(model)) == _SEQUENCE_LEARNER
+    except TypeError:  # a class the registry does not know: not ours
+        return False
 
 
 def _final(model):

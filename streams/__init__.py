@@ -1,4 +1,4 @@
-"""Lazy, constant-memory readers that turn data into ``(x: dict, y)`` pairs.
+"""Lazy, constant-memory readers that turn data into ``(x: dict, y)`` pairs (sequences into ``(xs, ys)``).
 
 The pairs are what online learners consume one at a time
 (``model.learn_one(x, y)``). Every reader returns a :class:`Reader`: an
@@ -13,6 +13,9 @@ read_libsvm(source, zero_based=False, ...)
     LIBSVM / svmlight ``label idx:val ...`` lines; int keys from 0.
 read_jsonl(source, target="y", features="x", ...)
     One JSON object per line, ``{"x": {...}, "y": ...}`` or flat.
+read_conll(source, drop=(), ...)
+    CoNLL-style sequences: one token per line (numeric feature columns, the
+    label last), a blank line between sequences; ``(xs, ys)`` per sequence.
 iter_array(X, y=None, feature_names=None)
     numpy arrays, pandas DataFrame/Series, scipy sparse matrices.
 
@@ -51,6 +54,7 @@ Examples
 
 from ._array import ArrayReader, iter_array
 from ._base import LineReader, Reader
+from ._conll import DEFAULT_MAX_SEQUENCE_LENGTH, MAX_SEQUENCE_VALUES, CoNLLReader, read_conll
 from ._csv import SNIFF_DELIMITERS, SNIFF_LINES, CSVReader, read_csv, sniff_delimiter
 from ._errors import StreamError, StreamWarning
 from ._jsonl import JSONLReader, read_jsonl
@@ -64,6 +68,7 @@ __all__ = [
     "SNIFF_LINES",
     "read_libsvm",
     "read_jsonl",
+    "read_conll",
     "iter_array",
     "open_source",
     "StreamError",
@@ -73,7 +78,10 @@ __all__ = [
     "CSVReader",
     "LibSVMReader",
     "JSONLReader",
+    "CoNLLReader",
     "ArrayReader",
     "DEFAULT_TIMEOUT",
     "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_SEQUENCE_LENGTH",
+    "MAX_SEQUENCE_VALUES",
 ]

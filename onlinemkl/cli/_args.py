@@ -18,7 +18,7 @@ from ._task import SAMPLE as TASK_SAMPLE
 from ._train import _train
 from ._warmup import _warmup
 
-SOURCE_HELP = ("a file (csv, libsvm or jsonl, optionally .gz/.bz2/.xz), '-' for standard input, "
+SOURCE_HELP = ("a file (csv, libsvm, jsonl, or conll for sequences; optionally .gz/.bz2/.xz), '-' for standard input, "
                "or tcp://HOST:PORT (line-framed text from a socket)")
 
 
@@ -51,10 +51,13 @@ def _learners_epilog() -> str:
 
 def _add_source(p, predict=False):
     p.add_argument("source", metavar="SOURCE", help=SOURCE_HELP + " (required)")
-    p.add_argument("--format", choices=("csv", "libsvm", "jsonl"), default=None,
-                   help="the format of SOURCE (default: from the file suffix; required for '-' and tcp://)")
+    p.add_argument("--format", choices=("csv", "libsvm", "jsonl", "conll"), default=None,
+                   help="the format of SOURCE; conll: one token per line, numeric feature columns then the "
+                        "label, a blank line between sequences (default: from the file suffix, .conll/.iob/.bio "
+                        "for conll; conll for a sequence model; else required for '-' and tcp://)")
     p.add_argument("--target", default=None,
-                   help="the label's column (csv) or key (jsonl); libsvm labels are the first field"
+                   help="the label's column (csv) or key (jsonl); libsvm labels are the first field, conll "
+                        "labels the last column"
                         + (" (default: the target the model was trained with, ignored if absent)" if predict else
                            " (default: the saved model's training target, else the LAST csv column or the "
                            "jsonl key y; the command prints which)"))
@@ -67,7 +70,9 @@ def _add_source(p, predict=False):
                             "-p loss=hinge; float); json-lines and libsvm labels are typed already (default: "
                             "from the task: the text for classification, float for regression)")
     p.add_argument("--drop", metavar="COLUMN", action="append", default=None,
-                   help="a csv column to ignore, e.g. an id (repeatable; default: none)")
+                   help="a csv column to ignore, e.g. an id; conll: a column number from 1, e.g. --drop 1 for "
+                        "the word (repeatable; default: none" + (", conll: the columns dropped in training)"
+                                                                  if predict else ")"))
     p.add_argument("--categorical", metavar="COLUMN[,COLUMN...]", action="append", default=None,
                    help="csv columns (jsonl keys) of text categories, read as one indicator feature per value, "
                         "column=value, 1 for the example's value and 0 for the others met so far (repeatable or "
@@ -96,14 +101,15 @@ def _add_model(p, new_only=False, serve=False):
         g.add_argument("--model", metavar="PATH", default=None,
                        help="start from this saved model (incremental retraining; default: a new model from the "
                             "options below)")
-    g.add_argument("--task", choices=("classification", "regression"), default=None,
+    g.add_argument("--task", choices=("classification", "regression", "sequence"), default=None,
                    help="what the labels are; picks the default learner (classification: "
-                        f"{DEFAULT_LEARNERS['classification']}, regression: {DEFAULT_LEARNERS['regression']}) "
+                        f"{DEFAULT_LEARNERS['classification']}, regression: {DEFAULT_LEARNERS['regression']}, "
+                        "sequence: sequence, label sequences of a conll source) "
                         + ("(default: classification; the command prints it)" if serve else
                            f"(default: from --learner, else inferred from the first {TASK_SAMPLE} labels: text "
                            f"or at most {MAX_CLASSES} distinct whole numbers is classification, numbers with "
                            "fractions or more distinct values regression; the command prints the choice and "
-                           "why; required for a tcp:// source)"))
+                           "why; sequence for a conll source; required for a tcp:// source)"))
     g.add_argument("--learner", choices=sorted(LEARNERS), default=None,
                    help="the learner (the learners and their parameters are listed at the end) (default: "
                         "the task's learner, see --task)")
@@ -196,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Predict each example of SOURCE, score the prediction, then learn the example (prequential "
         "evaluation), with a progress bar (examples/s), a final table of the metrics and, with --plot, an "
         "image of the learning curve and of the kernel weights over time. Missing values (empty csv cells, "
-        "jsonl nulls) are handled as in train and predict, and counted.",
+        "jsonl nulls) are handled as in train and predict, and counted. A sequence model (--task sequence, a "
+        "CoNLL-style SOURCE) is scored per token: each sequence is predicted, its tokens scored, then learnt.",
         example="onlinemkl evaluate data.csv --target label -p budget=1000 -m accuracy -m cohen_kappa "
                 "--plot curve.png",
         learners=True)
@@ -232,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and are not reported there. A missing value (an empty csv cell, a jsonl null) is not an absent "
         "column: as in train and evaluate, the example goes on without that feature, and the count of "
         "such examples per column is printed at the end.",
+        "A sequence model (--task sequence) reads a CoNLL-style SOURCE and writes one line per sequence: its "
+        "tokens' labels joined by a space (by a tab with --delimiter tab); it drops the columns dropped in "
+        "training, and takes labelled and unlabelled token lines alike.",
         example="onlinemkl predict model.omkl new.csv --output predictions.txt\n"
                 "cat new.jsonl | onlinemkl predict model.omkl - --format jsonl --proba")
     pr.add_argument("model_file", metavar="MODEL", help="a model file written by train, evaluate, serve or save()")
@@ -254,7 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
         "{\"token\": \"...\"}.",
         "A request whose feature names differ from the model's (with or without \"y\") gets an error "
         "reply naming the unknown and missing ones and is not learnt, unless --allow-feature-mismatch. "
-        "The protocol: docs/serving.md.",
+        "The protocol: docs/serving.md. A sequence model (--task sequence) takes one sequence per line instead: "
+        "{\"xs\": [[...], ...]} (one row of numbers per token) to label, with \"ys\": [...] (one label per "
+        "token) to label, then learn; the reply's prediction is the list of labels.",
         "The first line on standard output is {\"listening\": \"HOST:PORT\", ...}. SIGTERM/SIGINT stop "
         "accepting connections, let each connection finish the line in progress, write --save and exit 0.",
         example="onlinemkl serve --model model.omkl --port 8765 --save model.omkl --token-file token.txt\n"

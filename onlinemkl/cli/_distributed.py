@@ -17,7 +17,7 @@ from ._errors import CommandError
 from ._evaluate import METRICS, REGRESSION_METRICS, _is_regressor
 from ._learners import parse_value
 from ._loop import open_run
-from ._model import _model_from_args, _train_extra, describe, save_model, show_notes
+from ._model import _model_from_args, _train_extra, describe, model_task, save_model, show_notes
 from ._warmup import progress_flag
 
 __all__ = ["add_workers_options", "add_tune_command", "train_workers", "parse_grid"]
@@ -62,6 +62,8 @@ def train_workers(args) -> int:
     _ray_or_error("--workers")
     model, meta = _model_from_args(args, new=False)
     model, src, notes = open_run(args, model, meta)
+    if model_task(model) == "sequence":
+        raise CommandError("--workers: the sequence learner learns in one process; drop --workers")
     show_notes(notes, "train")
     t0 = time.perf_counter()
     try:
@@ -110,6 +112,9 @@ def _tune(args) -> int:
         raise CommandError(f"--limit {args.limit}: must be at least 1")
     model, meta = _model_from_args(args, new=False)
     model, src, notes = open_run(args, model, meta)
+    if model_task(model) == "sequence":
+        raise CommandError("tune ranks classifiers and regressors; the sequence learner is not supported: "
+                           "run onlinemkl evaluate once per candidate")
     show_notes(notes, "tune")
     regression = _is_regressor(final_learner(model))
     name = args.metric or ("mae" if regression else "accuracy")

@@ -10,7 +10,7 @@ import time
 from ._errors import CommandError
 from ._loop import Examples, _progress, _SignalGuard, _Stopped, learn_checked, open_run, rejected, start_run
 from ._model import _kernels_of, _model_from_args, _print_weights, _train_extra, describe, final_step, kernel_label, \
-    save_model, show_notes
+    model_task, save_model, show_notes
 from ._source import _report_skips
 from ._warmup import compile_note
 
@@ -56,10 +56,15 @@ def _evaluate(args) -> int:
                            f"{', '.join(n for n in sorted(METRICS) if (n in REGRESSION_METRICS) == regression)})")
     metrics = {name: getattr(rm, METRICS[name])() for name in names}
     need_proba = any(not getattr(m, "requires_labels", True) for m in metrics.values())
+    sequence = model_task(model) == "sequence"  # scored per token: each of a sequence's labels is one prediction
+    if sequence and need_proba:
+        raise CommandError("--metric log_loss scores probabilities; the sequence learner predicts labels: choose "
+                           "another metric")
     show_notes(notes, "evaluate")
     learner, t_compile = start_run(model, args, src)
     curve = []  # (n, {metric: value}, kernel weights)
     n = 0
+    n_tokens = 0
     n_rejected = 0
     bar = _progress(args)
     t0 = time.perf_counter()
@@ -80,7 +85,13 @@ def _evaluate(args) -> int:
                     continue
                 # river's convention (evaluate.progressive_val_score): a model that cannot
                 # predict yet (no label seen) is not scored on that example.
-                if y_pred is not None:
+                if sequence:
+                    n_tokens += len(y)
+                    for yt, pt in zip(y, y_pred):
+                        if pt is not None:
+                            for m in metrics.values():
+                                m.update(yt, pt)
+                elif y_pred is not None:
                     for m in metrics.values():
                         m.update(y, y_pred if getattr(m, "requires_labels", True) else proba)
                 n += 1
@@ -102,14 +113,16 @@ def _evaluate(args) -> int:
         w = getattr(learner, "kernel_weights_", None)
         curve.append((n, {k: m.get() for k, m in metrics.items()}, None if w is None else list(w)))
     rows = [(name, f"{m.get():.4f}") for name, m in metrics.items()]
-    rows += [("examples", str(n)), ("seconds", f"{elapsed:.2f}"),
+    rows += [("sequences", str(n)), ("tokens", str(n_tokens))] if sequence else [("examples", str(n))]
+    rows += [("seconds", f"{elapsed:.2f}"),
              ("examples/s", f"{n / elapsed if elapsed > 0 else 0:,.0f}")]
     note = compile_note(t_compile)
     if note:
         rows.append(("compile seconds", note))
     if hasattr(learner, "n_support_"):
         rows.append(("stored examples", str(learner.n_support_)))
-    print(f"prequential evaluation (test-then-train) of {describe(model)} on {src.name}")
+    print(f"prequential evaluation (test-then-train) of {describe(model)} on {src.name}"
+          + (" (metrics per token)" if sequence else ""))
     for k, v in rows:
         print(f"{k:<17}: {v}")
     _print_weights(learner)

@@ -34,7 +34,9 @@ def model_info(model, meta, path) -> dict:
         out["classes"] = [encode_value(v) if not isinstance(v, (str, int, float, bool)) else v for v in
                           (x.item() if hasattr(x, "item") else x for x in labels)]
     features = getattr(getattr(learner, "_features", None), "columns", None)
-    if features is not None:
+    if features is not None and not features and getattr(learner, "_array_input", None):
+        out["features"] = learner._engine.n_features  # a sequence labeller trained on rows: unnamed columns
+    elif features is not None:
         out["features"] = [f if isinstance(f, str) else repr(f) for f in features]
     elif hasattr(learner, "n_features_in_"):
         out["features"] = learner.n_features_in_
@@ -92,5 +94,6 @@ def _info(args) -> int:
     if "training" in info:
         t = info["training"]
         print(f"training         : {t.get('examples_consumed')} examples of {t.get('source')}"
-              f" ({'complete' if t.get('complete') else 'checkpoint, incomplete'}; target {t.get('target')!r})")
+              f" ({'complete' if t.get('complete') else 'checkpoint, incomplete'}; "
+              + ("CoNLL-style sequences" if t.get("format") == "conll" else f"target {t.get('target')!r}") + ")")
     return 0

@@ -29,11 +29,12 @@ class LearnerSpec:
     summary: str
     table: str
     notes: dict = dataclasses.field(default_factory=dict)
+    face: str = "river"  # the face whose rows ``table`` gives (the sequence labeller has only its own)
 
     @functools.cached_property
     def params(self) -> dict:
         module, _, attr = self.table.partition(":")
-        rows = getattr(importlib.import_module(module), attr).for_face("river")
+        rows = getattr(importlib.import_module(module), attr).for_face(self.face)
         return {p.name: (_shown(p.default), " ".join(filter(None, (_first_sentence(p.doc), self.notes.get(p.name)))))
                 for p in rows if p.name != "kernels"}
 
@@ -97,6 +98,19 @@ LEARNERS = {
         notes=_PROXIMAL_NOTES,
     ),
 }
+
+LEARNERS["sequence"] = LearnerSpec(
+    name="sequence",
+    target="onlinemkl.sequence.sklearn:SequenceMKLLabeler",
+    task="sequence",
+    summary="online proximal MKL for sequence labelling, a first-order chain of the tokens' labels "
+            "(Martins et al. 2010); reads CoNLL-style files (--format conll), one sequence per example",
+    table="onlinemkl.sequence.engine:PARAMS",
+    face="sklearn",
+    notes={"n_epochs": "The command line learns each sequence once, in order.",
+           "random_state": "Unused by the command line.",
+           "group_weights": _PROXIMAL_NOTES["group_weights"]},
+)
 
 LEARNERS["polymkl"] = LearnerSpec(
     name="polymkl",

@@ -10,7 +10,7 @@ from .._validation import check_example
 from ._errors import CommandError
 from ._model import _target_default, final_step, model_task, new_model, target_note
 from ._source import Source, cli_wording
-from ._task import classifier_warning
+from ._task import classifier_warning, sequence_format_message
 from ._warmup import compile_first
 
 
@@ -65,7 +65,10 @@ def open_run(args, model=None, meta=None):
         src = Source.from_args(args, target, task="auto")
         model, task_note = new_model(args, src)
     else:
-        src = Source.from_args(args, target, task=model_task(model), meta=meta, model=model)
+        task = model_task(model)
+        src = Source.from_args(args, target, task=task, meta=meta, model=model)
+        if (task == "sequence") != (src.format == "conll"):
+            raise CommandError(sequence_format_message(f"the model {args.model or args.save}", task, src.format))
         task_note = None
     warning = classifier_warning(args, src, model_task(model), from_model=not new)
     return model, src, [src.delimiter_note(), target_note(args, src), task_note, warning]
@@ -121,8 +124,11 @@ def learn_checked(model, x, y):
     onlinemkl learners check an example before changing anything; the steps
     before the learner in a pipeline have already learnt from it by then, so
     a StandardScaler's touched entries are restored (other transformers are
-    copied beforehand).
+    copied beforehand).  A sequence ``(xs, ys)`` goes to the sequence labeller as it is: it
+    checks every token before it changes anything.
     """
+    if not isinstance(x, dict):
+        return model.learn_one(x, y)
     check_example(x)  # an overflowing value would poison a scaler's running variance before the learner sees it
     steps = getattr(model, "steps", None)
     if not steps:

@@ -9,6 +9,7 @@ from ._errors import CommandError
 from ._learners import LEARNERS, parse_kernel, parse_params
 from ._source import _format_or_none
 from ._task import DEFAULT_LEARNERS, choose
+from ._warmup import warmup_name
 
 #: Model files written by the command carry this under ``meta["extra"]["train"]``.
 TRAIN_KEY = "train"
@@ -33,6 +34,11 @@ def build_model(args, learner=None):
         learner = cls(**params)
     except (TypeError, ValueError) as exc:
         raise CommandError(param_message(str(exc), spec, params)) from None
+    if spec.task == "sequence":  # it standardises its tokens itself (-p scale=...): no scaler in front
+        if args.no_scale:
+            raise CommandError("--no-scale: the sequence learner has no scaler in front; it standardises its "
+                               "tokens' features itself, -p scale=false turns that off")
+        return learner
     if args.no_scale:
         return learner
     from river import preprocessing
@@ -78,9 +84,12 @@ def final_step(model):
 
 
 def model_task(model) -> str:
-    """The task of a built or loaded model (its final step)."""
+    """The task of a built or loaded model (its final step): classification, regression or sequence."""
     from river import base
 
+    name = warmup_name(final_step(model))
+    if name is not None and LEARNERS[name].task == "sequence":
+        return "sequence"
     return "regression" if isinstance(final_step(model), base.Regressor) else "classification"
 
 
@@ -164,6 +173,8 @@ def group_labels(learner) -> list:
     """One label per group of ``kernel_weights_``: the kernels, then any explicit feature groups."""
     labels = [kernel_label(k) for k in (_kernels_of(learner) or ())]
     explicit = getattr(learner, "explicit_groups", None) or ()
+    if model_task(learner) == "sequence":
+        return labels + ["transitions (label pairs)"]
     return labels + ["explicit(all features)" if g is None else f"explicit({'|'.join(map(str, g))})"
                      for g in explicit]
 
@@ -189,6 +200,8 @@ def _train_extra(src, consumed, complete):
         info["zero_based"] = src.zero_based()
     if src.categorical:
         info["categorical"] = list(src.categorical)
+    if src.format == "conll" and src.conll_drop:
+        info["drop"] = list(src.conll_drop)
     return {TRAIN_KEY: info}
 
 

@@ -15,6 +15,8 @@ def infer_format(source: str, fmt: str | None) -> str:
 
     >>> infer_format("data.csv.gz", None), infer_format("a.svm", None), infer_format("-", "jsonl")
     ('csv', 'libsvm', 'jsonl')
+    >>> infer_format("train.conll.gz", None), infer_format("tags.iob", None)
+    ('conll', 'conll')
     """
     if fmt:
         return fmt
@@ -23,11 +25,12 @@ def infer_format(source: str, fmt: str | None) -> str:
         if name.endswith(comp):
             name = name[: -len(comp)]
     for suffixes, f in (((".csv", ".tsv"), "csv"), ((".libsvm", ".svm", ".svmlight"), "libsvm"),
-                        ((".jsonl", ".ndjson", ".json"), "jsonl")):
+                        ((".jsonl", ".ndjson", ".json"), "jsonl"), ((".conll", ".iob", ".bio"), "conll")):
         if name.endswith(suffixes):
             return f
     where = "standard input" if source == "-" else (source if not source.startswith("tcp://") else "a socket")
-    raise CommandError(f"cannot infer the format of {where} from its name; pass --format csv, libsvm or jsonl")
+    raise CommandError(f"cannot infer the format of {where} from its name; pass --format csv, libsvm, jsonl or "
+                       "conll")
 
 
 def _format_or_none(source, fmt):
@@ -47,6 +50,10 @@ class Source:
     ``labelled=False`` (predict) reads unlabelled examples: a CSV label column
     or JSON-lines label key is dropped when present; libsvm labels are ignored.
 
+    ``format="conll"`` reads sequences (:func:`streams.read_conll`): each item is ``(xs, ys)``, a
+    float array of the tokens' features and their labels; ``drop`` holds column numbers from 1,
+    and ``n_features`` (a trained model's) lets predict tell a labelled file from an unlabelled one.
+
     ``categorical`` columns are handed out as indicator features (:class:`_Categories`). The
     columns whose values are missing in each example (empty cells, nulls) are counted per
     column for the commands' final report (:meth:`missing_report`), and those of the example
@@ -54,7 +61,7 @@ class Source:
     """
 
     def __init__(self, source, fmt, target, on_error, timeout, labelled=True, drop=(), target_type="str",
-                 delimiter=None, zero_based=None, categorical=()):
+                 delimiter=None, zero_based=None, categorical=(), n_features=None):
         import streams
 
         self.name = source
@@ -77,12 +84,14 @@ class Source:
         self.n_with_missing = 0
         common = dict(on_error=on_error, timeout=timeout, connect_timeout=timeout)
         self.delimiter_given = delimiter is not None
-        if self.categorical and self.format == "libsvm":
-            raise CommandError("--categorical applies to csv and jsonl sources only (libsvm features are numbers)")
+        self.conll_drop = ()
+        if self.categorical and self.format in ("libsvm", "conll"):
+            raise CommandError(f"--categorical applies to csv and jsonl sources only ({self.format} features are "
+                               "numbers)")
         if zero_based is not None and self.format != "libsvm":
             raise CommandError(f"--{'zero' if zero_based else 'one'}-based applies to libsvm sources only")
-        if delimiter is not None and self.format != "csv":
-            raise CommandError("--delimiter applies to csv sources only")
+        if delimiter is not None and self.format not in ("csv", "conll"):
+            raise CommandError("--delimiter applies to csv and conll sources only")
         try:
             if self.format == "csv":
                 drop = list(drop or ())
@@ -100,6 +109,14 @@ class Source:
                 self.reader = streams.read_csv(source, target, has_target=has_target, drop=drop,
                                                delimiter=delimiter, categorical=self.categorical,
                                                target_type=types[target_type] if labelled else None, **common)
+            elif self.format == "conll":
+                self.conll_drop = conll_columns(drop)
+                if target is not None:
+                    raise CommandError(f"--target {target}: a CoNLL-style file's label is the last column of each "
+                                       "token line; drop --target")
+                has_target = True if labelled else ("auto" if n_features else False)
+                self.reader = streams.read_conll(source, has_target=has_target, n_features=n_features or None,
+                                                 delimiter=delimiter, drop=self.conll_drop, **common)
             elif self.format == "jsonl":
                 kw = {} if target is None else {"target": target}
                 self.reader = streams.read_jsonl(source, has_target=labelled, **kw, **common)
@@ -142,9 +159,22 @@ class Source:
         categorical = categorical_option(getattr(args, "categorical", None))
         if categorical is None:
             categorical = (((meta or {}).get("extra") or {}).get("train") or {}).get("categorical") or ()
-        src = cls(args.source, args.format, target, args.on_error, timeout, labelled=labelled, drop=args.drop,
+        fmt = args.format
+        train = ((meta or {}).get("extra") or {}).get("train") or {}
+        drop = args.drop
+        if fmt is None and _format_or_none(args.source, None) is None and "sequence" in (
+                task, getattr(args, "task", None), getattr(args, "learner", None)):
+            fmt = "conll"  # the one format of sequences
+        if (fmt or _format_or_none(args.source, None)) == "conll":
+            if getattr(args, "target_type", None) is not None:
+                raise CommandError(f"--target-type {args.target_type}: a CoNLL-style file's labels are kept as "
+                                   "text; drop --target-type")
+            target_type = "str"
+            if drop is None:
+                drop = [str(c) for c in train.get("drop", ())]  # the columns dropped in training
+        src = cls(args.source, fmt, target, args.on_error, timeout, labelled=labelled, drop=drop,
                   target_type=target_type, delimiter=delimiter_option(getattr(args, "delimiter", None)),
-                  zero_based=zero_based, categorical=categorical)
+                  zero_based=zero_based, categorical=categorical, n_features=_n_features(model))
         if model is not None:
             src.know_model(model)
         if task in ("classification", "regression"):
@@ -361,6 +391,33 @@ def _model_names(model):
     return set(getattr(steps[0], "counts", None) or ()) if len(steps) > 1 else set()
 
 
+def _n_features(model):
+    """The feature columns a trained sequence labeller takes (None: another model, or not trained)."""
+    steps = getattr(model, "steps", None)
+    model = list(steps.values())[-1] if steps else model
+    engine = getattr(model, "_engine", None)
+    return getattr(engine, "n_features", None) if getattr(model, "_array_input", None) else None
+
+
+def conll_columns(values):
+    """``--drop``'s CoNLL column numbers (from 1).
+
+    >>> conll_columns(["1", "3"])
+    (1, 3)
+    """
+    out = []
+    for v in values or ():
+        try:
+            c = int(v)
+        except ValueError:
+            c = 0
+        if c < 1:
+            raise CommandError(f"--drop {v}: the columns of a CoNLL-style file are numbered from 1 (--drop 1 ignores "
+                               "the first, e.g. the word itself)")
+        out.append(c)
+    return tuple(out)
+
+
 def categorical_option(values):
     """``--categorical``'s columns (repeatable, each comma-separated), None when not given.
 
@@ -448,6 +505,9 @@ _WORDING = (
     (r"list the column in categorical= to keep it as a string or in drop= to ignore it",
      "pass the column to --categorical to read it as categories or to --drop to ignore it"),
     (r"\bcategorical= column", "--categorical column"),
+    (r"list column (\d+) in drop= to ignore it", r"pass --drop \1 to ignore it"),
+    (r", or pass a larger max_sequence_length=", ""),
+    (r"n_features=(\d+) means", r"the model's \1 features mean"),
     (r"(feature '([^']*)' = .*? is not a number); encode categorical features \(e\.g\. river's "
      r"preprocessing\.OneHotEncoder\) before the learner",
      r"\1; pass --categorical \2 to read it as categories (one indicator feature per value)"),

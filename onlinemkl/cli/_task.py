@@ -35,8 +35,8 @@ MAX_CLASSES = 20
 #: than half of them distinct, or with fractions) is warned that they look like a quantity.
 WARN_CLASSES = 50
 #: The learner of each task when neither ``--learner`` nor ``--model`` is given.
-DEFAULT_LEARNERS = {"classification": "obscure", "regression": "proximal-regressor"}
-TASKS = ("classification", "regression")
+DEFAULT_LEARNERS = {"classification": "obscure", "regression": "proximal-regressor", "sequence": "sequence"}
+TASKS = ("classification", "regression", "sequence")
 
 
 def _number(y):
@@ -101,6 +101,8 @@ def choose(args, src) -> tuple:
     """
     explicit_task = getattr(args, "task", None)
     learner = getattr(args, "learner", None)
+    if src.format == "conll" and explicit_task is None and learner is None:
+        return "sequence", "sequence", f"task: sequence, learner sequence ({src.name} is a CoNLL-style file)"
     if learner is not None:
         task = learner_task(learner)
         if explicit_task is not None and explicit_task != task:
@@ -121,7 +123,18 @@ def choose(args, src) -> tuple:
         learner = DEFAULT_LEARNERS[task]
         other = "regression" if task == "classification" else "classification"
         return task, learner, f"task: {task}, learner {learner}: {why} (--task {other} to override)"
+    if (task == "sequence") != (src.format == "conll"):
+        raise CommandError(sequence_format_message(why, task, src.format))
     return task, learner, f"task: {task}, learner {learner} ({why})"
+
+
+def sequence_format_message(why, task, fmt) -> str:
+    """The error of a sequence model given another format, or of another model given CoNLL sequences."""
+    if task == "sequence":
+        return (f"{why}: the sequence learner reads CoNLL-style files (one token per line, a blank line between "
+                f"sequences): pass --format conll, not {fmt}")
+    return (f"{why}: a {task} learner reads examples, not the sequences of a CoNLL-style file; pass --task "
+            "sequence (or --learner sequence), or --format csv, libsvm or jsonl for a file of examples")
 
 
 

@@ -18,13 +18,17 @@ REPORT_COMPILE_S = 1.0
 
 
 def warmup_name(learner) -> str | None:
-    """The :data:`onlinemkl._compile.WARMUPS` name of a river learner of onlinemkl, else None.
+    """The :data:`onlinemkl._compile.WARMUPS` name of a learner of the command line (a river learner of
+    onlinemkl, or the sequence labeller), else None.
 
     >>> from onlinemkl.river import OBSCUREClassifier
     >>> warmup_name(OBSCUREClassifier()), warmup_name(object())
     ('obscure', None)
     """
     cls = type(learner)
+    for spec in LEARNERS.values():  # a learner of its own face (the sequence labeller)
+        if spec.target == f"{cls.__module__}:{cls.__qualname__}":
+            return spec.name
     for spec in LEARNERS.values():
         name = spec.target.partition(":")[2]
         if spec.target.startswith("onlinemkl.river:") and getattr(river, name, None) is cls:
