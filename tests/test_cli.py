@@ -434,7 +434,9 @@ def test_sigterm_writes_a_checkpoint_and_resume_finishes(capsys, big, tmp_path):
             time.sleep(0.01)
         time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(20) == 128 + signal.SIGTERM
+        code = proc.wait(20)
+        reader.join(10)
+        assert code == 128 + signal.SIGTERM, b"".join(lines).decode()[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()

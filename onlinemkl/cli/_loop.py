@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 
@@ -41,14 +42,28 @@ class _SignalGuard:
             signal.signal(sig, old)
 
     def _handler(self, signum, frame):
-        if self.busy:
-            self.pending = signum
-        else:
+        # Recorded first: a signal that lands while Python runs a finalizer (``__del__``, e.g.
+        # llvmlite's while a compiled function loads from the cache) has its exception swallowed,
+        # and the next check() must still stop the run.
+        self.pending = signum
+        if not self.busy:
             raise _Stopped(signum)
 
     def check(self):
         if self.pending is not None:
             raise _Stopped(self.pending)
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """Signals wait until the block ends, then stop the run: for compiling or loading compiled
+        code, where an exception raised by the handler could land in one of llvmlite's callbacks,
+        which would swallow it with a printed traceback."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+        self.check()
 
 
 def open_run(args, model=None, meta=None):

@@ -92,10 +92,12 @@ def _train(args) -> int:
     with _SignalGuard() as guard:
         try:
             # Under the guard: a signal while the source is sampled or the learner compiles
-            # stops the run like one during learning (a checkpoint of what exists, 128 + n).
+            # stops the run like one during learning (a checkpoint of what exists, 128 + n); during
+            # the compilation, once it ends.
             model, src, notes = open_run(args, model, meta)
             show_notes(notes, "train")
-            learner, t_compile = start_run(model, args, src)
+            with guard.deferred():
+                learner, t_compile = start_run(model, args, src)
             bar = _progress(args)
             t0 = time.perf_counter()
             examples = Examples(src, guard, lambda: args.limit is None or n_learnt < args.limit)
