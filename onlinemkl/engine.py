@@ -25,7 +25,7 @@ from ._core import kernels as _ck
 from ._validation import init_args
 from .kernels import RBF, BSpline, Kernel, Laplacian, Linear, Polynomial, check_kernels
 
-__all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule",
+__all__ = ["Engine", "EngineBase", "BufferEngine", "collect_arrays", "restore_arrays", "state_rule", "plain",
            "normalised", "recorded_kernels", "kernels_of_state", "state_with_settings", "engine_for_state",
            "SETTINGS"]
 
@@ -489,3 +489,14 @@ class BufferEngine(EngineBase):
         derived data, never trusted from a file or a pickle; the same bits as the originals."""
         b = self.buf
         self.ck.refresh_row_caches(b.S, self.n_support, b.ssq, b.sdiag_t)
+
+
+def plain(*records):
+    """The records as plain tuples of their fields, as the engines pass them to compiled code.
+
+    Numba types a plain tuple argument from a fingerprint of its items; a NamedTuple's
+    fingerprint also spells its class and field names, a cost paid on every call of a per-example
+    step.  The compiled entry points turn the tuples back into the records
+    (``ProxRows(*buf)``), so the code inside still reads fields by name.
+    """
+    return tuple(tuple(r) for r in records)

@@ -129,3 +129,27 @@ def test_feature_map_orders_and_label_map_encodes():
         lm.encode(np.array(["z"]))
     with pytest.raises(ValueError, match="twice"):
         LabelMap(["a", "a"])
+
+
+def test_the_obscure_engine_hands_its_records_to_compiled_code_as_plain_tuples_in_field_order():
+    """Every engine passes state to compiled code as its records' fields in order (plain tuples,
+    named back inside the entry point); OBSCURE builds the tuples directly for speed, so they are
+    held here to the named records, array by array, through growth of the buffer and the classes."""
+    import numpy as np
+
+    from onlinemkl.engine import plain
+    from onlinemkl.kernels import RBF, Linear
+    from onlinemkl.obscure.engine import ObscureEngine
+
+    e = ObscureEngine((RBF(gamma=0.5), Linear()), 1.5, None, None, 3, "least_impact", False, False)
+    e.set_features(2)
+    e.set_n_classes(3)
+    rng = np.random.default_rng(0)
+    for i in range(12):
+        if i == 6:
+            e.set_n_classes(5)  # reallocates the class-score arrays
+        e.learn(rng.normal(size=2), i % 5 if i >= 6 else i % 3)
+        buf, spec, st, eviction = e._arguments()
+        for got, want in zip((buf, spec, st), plain(*e.records())):
+            assert len(got) == len(want) and all(a is b for a, b in zip(got, want))
+        assert eviction is not None  # a budget: the variant with the eviction code

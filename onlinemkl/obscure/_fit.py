@@ -35,9 +35,7 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
     here), as :func:`obscure_run`'s :data:`REPLAY`.  Returns ``obscure_run``'s tuple.
     """
     Kt, sv_index = matrix
-    buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
-    spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
-    st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
+    buf, spec, st = LabelledRows(*buf), KernelSpec(*spec), ObscureState(*st)
     F = spec.codes.shape[0]
     coef, ypos, yneg, g, istate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate
     n_updates = 0

@@ -84,7 +84,7 @@ FUSED = 0
 SCORES_GIVEN = 2
 PREDICT = 3
 REPLAY = 5  # obscure_run only: FUSED steps on rows of X, with a merge hint per row of X
-SCORES_MIXED = 6  # obscure_fit.obscure_fit_run with many outputs: the caller filled ``scores``
+SCORES_MIXED = 6  # _fit.obscure_fit_run with many outputs: the caller filled ``scores``
 REPLAY_BOUND = 7  # obscure_run only: REPLAY with binding hints (replay of stored rows under a budget)
 
 # Fold the lazy scale into the coefficients when it drifts this far from 1.
@@ -194,9 +194,7 @@ def obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction):
     """
     # The Python layer passes plain tuples (Numba dispatches them in C, a NamedTuple through
     # Python's typeof: a per-example cost); inside, the named records.
-    buf = LabelledRows(buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6])
-    spec = KernelSpec(spec[0], spec[1], spec[2], spec[3], spec[4], spec[5])
-    st = ObscureState(st[0], st[1], st[2], st[3], st[4], st[5])
+    buf, spec, st = LabelledRows(*buf), KernelSpec(*spec), ObscureState(*st)
     replay = mode == REPLAY or mode == REPLAY_BOUND
     merge_rows = replay and merge.shape[0] == 2 * X.shape[0]
     merge_only = mode == REPLAY_BOUND or (merge.shape[0] == 3 and merge[2] != 0)

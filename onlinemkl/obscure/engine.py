@@ -292,14 +292,25 @@ class ObscureEngine(BufferEngine):
         self._run(np.arange(slots.shape[0], dtype=np.int64), X, labels, _co.REPLAY_BOUND, hints)
 
     def _arguments(self):
-        """``(buf, spec, st, eviction)`` of the compiled entry points: plain tuples in the records'
-        field order (the cheapest arguments to dispatch), and the eviction policy, None without a
-        budget (that variant is compiled without the eviction code)."""
+        """``(buf, spec, st, eviction)`` of the compiled entry points: the records
+        (:class:`~onlinemkl._core.state.LabelledRows`, :class:`~onlinemkl._core.state.KernelSpec`,
+        :class:`~onlinemkl.obscure._step.ObscureState`) as plain tuples of their fields in order,
+        as every engine hands state to compiled code (:func:`~onlinemkl.engine.plain`; the entry
+        points name them back), and the eviction policy, None without a budget (that variant is
+        compiled without the eviction code).  :meth:`records` builds the same as named records;
+        the tuples are built directly here, a step's cost on a small buffer, and a test holds them
+        to :meth:`records`."""
         b = self.buf
         buf = (b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp)
         st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
         eviction = int(self.hyper[_co.H_POLICY]) if self.hyper[_co.H_BUDGET] > 0 else None
         return buf, self.ck.arrays(), st, eviction
+
+    def records(self):
+        """``(buf, spec, st)``: the state as the named records the compiled step reads."""
+        b = self.buf
+        return (LabelledRows(b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp), self.ck.spec(),
+                _co.ObscureState(self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores))
 
     def _run(self, order, X, Yi, mode, merge=NO_MERGE):
         """``obscure._step.obscure_run``: learning, prediction and replay's steps."""

@@ -7,7 +7,7 @@ this exponentially large family with Algorithm 2 (importance-sampled
 coordinate steps, projection onto the positive part of the unit l2 ball) and
 Algorithm 3 (sampling a multi-index in ``O(r n^2 D)`` with Hadamard powers of
 ``S = sum_j K_j``).  ``solver='active'`` (the default) minimises the same objective
-over an active set of kernels screened by exact gradient (:mod:`._polyactive`),
+over an active set of kernels screened by exact gradient (:mod:`._active`),
 ``solver='ucd'`` is the uniform coordinate descent baseline over the same index
 set and ``solver='uniform'`` is the fixed kernel ``(sum_i kappa_i)^D``.
 

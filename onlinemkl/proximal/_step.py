@@ -434,7 +434,7 @@ def fobos_run(order, X, labels, buf, spec, xg, st, scratch, merge, eviction):
             n_updates += 1
             if hints and slot >= 0:  # (-1: projected onto a row, the hint still holds or names none)
                 merge[2 * i] = slot
-                merge[2 * i + 1] = buf[5][slot]  # the time stamp of the row (ProxRows.tstamp)
+                merge[2 * i + 1] = ProxRows(*buf).tstamp[slot]
     return loss, yhat, updated, slot, n_updates
 
 

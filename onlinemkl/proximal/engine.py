@@ -22,7 +22,7 @@ import numpy as np
 
 from .._buffer import EVICTION, SupportBuffer
 from .._lazy import lazy_module
-from ..engine import BufferEngine, check_finite, collect_arrays, normalised, restore_arrays, state_rule
+from ..engine import BufferEngine, check_finite, collect_arrays, normalised, plain, restore_arrays, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear
 from .. import _replay
@@ -34,7 +34,7 @@ _cp = lazy_module("onlinemkl.proximal._prox")
 _cg = lazy_module("onlinemkl.proximal._group_steps")
 
 __all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
-           "REGRESSION_LOSSES", "GROUP_STEPS", "plain"]
+           "REGRESSION_LOSSES", "GROUP_STEPS"]
 
 #: The row hints of a replay that passes none (regression: a residual is never added to a row).
 _NO_HINTS = np.zeros(0, dtype=np.int64)
@@ -55,17 +55,6 @@ REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_
 #: How a gradient step is split among the groups (:mod:`onlinemkl.proximal._group_steps`): ``'equal'``
 #: (every group the same step), ``'norms'`` (a larger share to the groups with larger norms).
 GROUP_STEPS = {"equal": _cg.GROUP_STEPS_EQUAL, "norms": _cg.GROUP_STEPS_NORMS}
-
-
-def plain(*records):
-    """The records as plain tuples of their fields, as the engines pass them to compiled code.
-
-    Numba types a plain tuple argument from a fingerprint of its items; a NamedTuple's
-    fingerprint also spells its class and field names, a cost paid on every call of a per-example
-    step.  The compiled entry points turn the tuples back into the records
-    (``ProxRows(*buf)``), so the code inside still reads fields by name.
-    """
-    return tuple(tuple(r) for r in records)
 
 
 class GroupNormEngine(BufferEngine):
@@ -224,7 +213,7 @@ class ProximalEngine(GroupNormEngine):
 
     def _build_records(self):
         """``(buf, spec, xg, st, scratch)``, the records :func:`~onlinemkl.proximal._step.fobos_run`
-        and :func:`~onlinemkl.proximal._step.fobos_scores` take, as plain tuples (:func:`plain`);
+        and :func:`~onlinemkl.proximal._step.fobos_scores` take, as plain tuples (:func:`~onlinemkl.engine.plain`);
         kept until an array is replaced."""
         self._records = plain(self._prox_rows(), self.ck.spec(),
                               _cf.ExplicitGroups(self.W, self.W_avg, self.xk.granges, self.xk.gptr),

@@ -15,12 +15,12 @@ import numpy as np
 from .._lazy import lazy_module
 from .._params import Bool, Choice, Param, Rule, Table, number
 from .._scaling import SCALE_PARAM
-from ..engine import BufferEngine, collect_arrays, restore_arrays, state_rule
+from ..engine import BufferEngine, collect_arrays, plain, restore_arrays, state_rule
 from ..features import MAX_FEATURES
 from ..kernel_arrays import CompiledKernels, resolve_group_columns
 from ..kernels import KERNELS_RULE
 from ..proximal._setup import check_eta0_param, check_gamma_param, common_rows
-from ..proximal.engine import GroupNormEngine, plain
+from ..proximal.engine import GroupNormEngine
 
 _cf = lazy_module("onlinemkl.proximal._step")
 _cs = lazy_module("onlinemkl.sequence._step")
@@ -132,7 +132,7 @@ class SequenceEngine(GroupNormEngine):
     def _build_records(self):
         """``(buf, spec, chain, chain_avg, st)``, the records
         :func:`~onlinemkl.sequence._step.sequence_learn` takes, as plain tuples
-        (:func:`~onlinemkl.proximal.engine.plain`); kept until an array is replaced."""
+        (:func:`~onlinemkl.engine.plain`); kept until an array is replaced."""
         self._records = plain(self._prox_rows(), self.ck.spec(), _cs.ChainScores(self.T, self.S0, self.S1),
                               _cs.ChainScores(self.Tavg, self.S0avg, self.S1avg), self._group_state())
         return self._records
