@@ -214,7 +214,11 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
     ``lam=1e-2``, ``eta0=0.1``, the averaged model and 3 epochs in ``fit``.
     Targets are standardised online by their running mean and standard
     deviation (an intercept and a scale learnt from the stream), so ``eta0``
-    and ``epsilon`` do not depend on the target's units.
+    and ``epsilon`` do not depend on the target's units.  Predictions are kept
+    within the range of the targets learnt so far widened by its width on each
+    side (:meth:`onlinemkl.engines.proximal.ProximalEngine.target_bounds`): the
+    linear and quadratic kernels extrapolate without limit at an input far from
+    every one learnt from.
 
     Examples
     --------

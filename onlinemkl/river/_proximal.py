@@ -156,7 +156,10 @@ class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
     ``max_features`` and ``feature_hashing`` as :class:`onlinemkl.river.OBSCUREClassifier`'s.
     ``seed``: the seed of the replay draws (with ``replay > 0``; river's convention, the array
     face's ``random_state``); None: seed 0.  ``scale``: as the classifier's (the learner's own
-    standardisation of raw inputs; 'auto' by default).
+    standardisation of raw inputs; 'auto' by default).  Predictions are kept within the range of
+    the targets learnt so far widened by its width on each side, as the scikit-learn face's (a
+    scaler in front still learning a feature whose scale just changed can hand the learner a value
+    of hundreds of deviations, which the linear and quadratic kernels would extrapolate without limit).
 
     Examples
     --------
