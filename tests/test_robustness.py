@@ -65,11 +65,6 @@ _AGRAWAL_DUP = ("Agrawal's function 4 with every row twice (300 distinct example
 KNOWN_WEAK: dict = {
     ("sklearn", "OBSCUREClassifier", "Agrawal", 4): _AGRAWAL_DUP,  # duplicated rows: 0.757 vs 0.796
     ("sklearn", "ProximalMKLClassifier", "Agrawal", 4): _AGRAWAL_DUP,  # duplicated rows: 0.764 vs 0.796
-    ("river", "ProximalMKLRegressor", "Mv", 1): (  # scaled, concept switch: MAE 376.7 vs 24.7
-        "after the concept switch the StandardScaler in front hands a prediction a feature of 816 before anything "
-        "is learnt from it: the unnormalised linear kernel predicts 1.06e5 for targets within +-100.  The inputs "
-        "are standardised, so the learner uses them as they come (bit for bit); its own scaling switches on when "
-        "it learns the value, one prediction too late"),
 }
 
 # -- streams ------------------------------------------------------------------------------------

@@ -399,6 +399,9 @@ def _write(u, eng, theta_sq, states, weights):
         for i in (_cf.I_UPDATES, _cf.I_EVICTIONS):
             ist[i] = int(round(_wmean([a["istate"][i] for a in arrays], weights)))
         eng.ystats[:] = _pooled_stats([a["ystats"] for a in arrays], weights)
+        # the targets' range of them all (a state saved before the range was kept: not known, unbounded)
+        ranges = np.array([a.get("yrange", (-np.inf, np.inf)) for a in arrays], dtype=float)
+        eng.yrange[:] = (ranges[:, 0].min(), ranges[:, 1].max())
     eng._forget_records()
     eng._refresh_row_caches()
 

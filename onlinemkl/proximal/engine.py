@@ -34,7 +34,7 @@ _cp = lazy_module("onlinemkl.proximal._prox")
 _cg = lazy_module("onlinemkl.proximal._group_steps")
 
 __all__ = ["ProximalEngine", "GroupNormEngine", "REGULARIZERS", "SCHEDULES", "CLASSIFICATION_LOSSES",
-           "REGRESSION_LOSSES", "GROUP_STEPS"]
+           "REGRESSION_LOSSES", "GROUP_STEPS", "PREDICTION_MARGIN"]
 
 #: The row hints of a replay that passes none (regression: a residual is never added to a row).
 _NO_HINTS = np.zeros(0, dtype=np.int64)
@@ -52,6 +52,12 @@ SCHEDULES = {"constant": _cf.SCHEDULE_CONSTANT, "invsqrt": _cf.SCHEDULE_INVSQRT,
              "strongly_convex": _cf.SCHEDULE_STRONGLY_CONVEX}
 CLASSIFICATION_LOSSES = ("hinge", "logistic")
 REGRESSION_LOSSES = {"squared": _cl.SQUARED, "epsilon_insensitive": _cl.EPSILON_INSENSITIVE}
+#: Regression predictions are kept within the targets' range seen so far widened by this many times
+#: its width on each side (:meth:`ProximalEngine.target_bounds`), the mini-batch regressors' rule: room
+#: for a trend to continue beyond the targets seen, none for a prediction a kernel that grows with its
+#: inputs (linear, polynomial) makes far beyond them at an input far from every one it learnt from.
+PREDICTION_MARGIN = 1.0
+
 #: How a gradient step is split among the groups (:mod:`onlinemkl.proximal._group_steps`): ``'equal'``
 #: (every group the same step), ``'norms'`` (a larger share to the groups with larger norms).
 GROUP_STEPS = {"equal": _cg.GROUP_STEPS_EQUAL, "norms": _cg.GROUP_STEPS_NORMS}
@@ -164,16 +170,26 @@ class ProximalEngine(GroupNormEngine):
     output index (classification) or a target (regression, standardised online
     by the running mean and standard deviation); ``scores_one(row)`` and
     ``scores_many(rows)`` (the averaged model when ``average``); regressors also
-    ``predict_one(row)``/``predict_many(rows)`` in the target's units;
-    ``get_state``/``set_state``.
+    ``predict_one(row)``/``predict_many(rows)`` in the target's units, kept within
+    :meth:`target_bounds`; ``get_state``/``set_state``.
+
+    ``prediction_margin`` (None: :data:`PREDICTION_MARGIN`, recorded as the resolved setting) is the
+    width of the regression prediction bounds on each side of the targets' range, in units of its width.
     """
 
     _FIXED_SETTINGS = ("n_outputs",)
 
     def __init__(self, kernels, explicit_groups, loss_code, prox_code, lam, prox_param, group_weights,
                  schedule, eta0, strong_convexity, gamma, budget, eviction, n_outputs, epsilon=0.1, average=False,
-                 replay=0, replay_window=1000, seed=0, group_steps=0, eta0_many=None, few_classes=None):
+                 replay=0, replay_window=1000, seed=0, group_steps=0, eta0_many=None, few_classes=None,
+                 prediction_margin=None):
         self._remember_init(locals())
+        if prediction_margin is None:
+            prediction_margin = self._resolved("prediction_margin", PREDICTION_MARGIN)
+        if isinstance(prediction_margin, bool) or not isinstance(prediction_margin, (int, float)) \
+                or not 0.0 <= prediction_margin < math.inf:
+            raise ValueError(f"prediction_margin={prediction_margin!r}: expected a finite number >= 0")
+        self.prediction_margin = float(prediction_margin)
         self._eta0 = (eta0, eta0 if eta0_many is None else eta0_many)  # up to / past few_classes classes
         #: The classes up to which ``eta0`` applies (``eta0_many`` past them): ``FEW_CLASSES`` by default.
         self.few_classes = self._resolved("few_classes", _replay.FEW_CLASSES if few_classes is None
@@ -198,6 +214,9 @@ class ProximalEngine(GroupNormEngine):
         self.W_avg = np.zeros_like(self.W)
         # Regression targets: running count, mean and sum of squared deviations (Welford).
         self.ystats = np.array([0.0, 0.0, 0.0])
+        # Regression targets: the least and the greatest so far ([inf, -inf]: none yet; [-inf, inf]: not
+        # known, a state saved before the range was kept, which leaves its predictions unbounded).
+        self.yrange = np.array([np.inf, -np.inf])
         self._scratch(max(n_outputs, 1))
         # one new example as fobos_run's arguments: order [0], its label, its target, its row hint
         self._one = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(2, dtype=np.int64))
@@ -347,6 +366,9 @@ class ProximalEngine(GroupNormEngine):
     def learn_regression(self, x, y):
         """Learn ``y`` standardised by the running target mean/std (an online intercept and scale)."""
         st = self.ystats
+        r = self.yrange
+        r[0] = min(r[0], y)
+        r[1] = max(r[1], y)
         st[0] += 1.0
         delta = y - st[1]
         st[1] += delta / st[0]
@@ -422,15 +444,38 @@ class ProximalEngine(GroupNormEngine):
                 acc += K[k] @ M[k]
         return out
 
+    def target_bounds(self):
+        """``(lo, hi)``: the range ``[y_min, y_max]`` of the regression targets learnt so far widened by
+        ``prediction_margin`` times its width on each side; ``(-inf, inf)`` before any target (and for a
+        state saved before the range was kept).
+
+        Why: the model's kernels that grow with their inputs (the unnormalised linear and quadratic
+        kernels of the defaults) extrapolate without limit.  An input far from every one learnt from (a
+        scaler in front still learning a feature whose scale just changed hands the learner a value of
+        several hundred deviations) gets a prediction of that size, orders of magnitude beyond any target
+        seen; bounded, it is at most a margin beyond them.  Predictions within the bounds, the rest of
+        the time, are unchanged, and learning uses the model's own scores (the bounds act on the
+        reported prediction only).  A function of the state, so a saved model predicts the same.
+        """
+        y_min, y_max = float(self.yrange[0]), float(self.yrange[1])
+        if not y_min <= y_max or y_max - y_min == math.inf:  # no target yet, or the range not known
+            return -math.inf, math.inf
+        width = y_max - y_min
+        return y_min - self.prediction_margin * width, y_max + self.prediction_margin * width
+
     def predict_one(self, x):
-        """Regression: the prediction of one row in the target's units (the compiled pass)."""
+        """Regression: the prediction of one row in the target's units (the compiled pass), kept within
+        :meth:`target_bounds`."""
         mean, std = self.target_scale()
-        return mean + std * float(self.scores_one(x)[0])
+        p = mean + std * float(self.scores_one(x)[0])
+        lo, hi = self.target_bounds()
+        return max(lo, min(p, hi))
 
     def predict_many(self, X):
-        """Regression: predictions of many rows in the target's units (BLAS blocks)."""
+        """Regression: predictions of many rows in the target's units (BLAS blocks), kept within
+        :meth:`target_bounds`."""
         mean, std = self.target_scale()
-        return mean + std * self.scores_many(X)[:, 0]
+        return np.clip(mean + std * self.scores_many(X)[:, 0], *self.target_bounds())
 
     def _explicit_columns(self):
         cols = []
@@ -443,13 +488,16 @@ class ProximalEngine(GroupNormEngine):
 
     #: The arrays of the state (dotted paths); ``g, scores, dl, b, b_new`` are scratch.
     _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
-                     "avg_base", "W", "W_avg", "ystats") + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS \
+                     "avg_base", "W", "W_avg", "ystats", "yrange") + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS \
         + ("xk.codes", "xk.params", "xk.kgroup", "xk.granges", "xk.gptr", "xk.gl1") + ReplayMemory.STATE_ARRAYS
 
     def get_state(self):
         params = {"n_features": int(self.n_features), "kernels_resolved": bool(self.ck._resolved),
                   "explicit_resolved": bool(self.xk._resolved), **self._kernel_state()}
-        return params, collect_arrays(self, self._STATE_ARRAYS)
+        arrays = collect_arrays(self, self._STATE_ARRAYS)
+        if self.yrange[0] == -math.inf:  # a state loaded from before the range was kept saves as it came
+            del arrays["yrange"]
+        return params, arrays
 
     def set_state(self, params, arrays, strict=True):
         """Restore onto an engine built from the same parameters; every shape and index is checked.
@@ -461,6 +509,10 @@ class ProximalEngine(GroupNormEngine):
         self._check_kernel_state(params, state_rule("proximal-MKL"))
         fresh_hyper = self.hyper.copy()
         fresh_weights = self.prox_weights.copy()
+        if "yrange" not in arrays:
+            # saved before the targets' range was kept: the range is not known, and the predictions
+            # stay unbounded (as they were when saved) however much the model learns after loading
+            arrays = {**arrays, "yrange": np.array([-np.inf, np.inf])}
         restore_arrays(self, arrays, self._STATE_ARRAYS)
         if self.hyper.shape == (_cf.H_GROUP_STEPS,):
             # saved before the group_steps setting existed: its value is the parameter's (it
@@ -479,6 +531,7 @@ class ProximalEngine(GroupNormEngine):
         need = state_rule("proximal-MKL")
         self._check_groups_state(need, fresh_hyper, {_cf.H_NOUT, _cf.H_ETA0}, self.ck.n_kernels + E)
         need(self.ystats.shape == (3,), f"ystats has shape {self.ystats.shape}, expected (3,)")
+        need(self.yrange.shape == (2,), f"yrange has shape {self.yrange.shape}, expected (2,)")
         need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
         self.xk.check_restored(need, "xk")
         C = self.beta.shape[1]
@@ -494,6 +547,10 @@ class ProximalEngine(GroupNormEngine):
             self._check_groups_values(need, ("W", "W_avg", "ystats", "xk.params"))
             need(bool(np.all(self.theta_sq >= 0)), "a squared group norm is negative")
             need(self.ystats[0] >= 0 and self.ystats[2] >= 0, "bad target statistics")
+            lo, hi = (float(v) for v in self.yrange)
+            need((math.isfinite(lo) and math.isfinite(hi) and lo <= hi) or (lo, hi) in ((math.inf, -math.inf),
+                                                                                      (-math.inf, math.inf)),
+                 "bad target range: yrange must be [min, max] of the targets, [inf, -inf] (none) or [-inf, inf]")
 
     def _label_ok(self, y):
         """Which replayed labels are valid: finite targets, +-1 (binary losses) or output indices."""

@@ -125,7 +125,10 @@ class ProximalMKLRegressor(_ProximalAdapter, base.MiniBatchRegressor):
     Targets are standardised online by their running mean and standard deviation, so ``eta0``
     and ``epsilon`` do not depend on the target's units.  The defaults are those of one pass
     over a stream; where ``fit``'s epochs over a fixed set need others, the scikit-learn face's
-    are given beside them.
+    are given beside them.  Predictions are kept within the range of the targets learnt so far
+    widened by its width on each side, as the scikit-learn face's (a scaler in front still
+    learning a feature whose scale just changed can hand the learner a value of hundreds of
+    deviations, which the linear and quadratic kernels would extrapolate without limit).
 
     {parameters}
 

@@ -114,7 +114,10 @@ class ProximalMKLRegressor(RegressorMixin, _ProximalFace, EngineEstimator):
 
     Targets are standardised online by their running mean and standard deviation (an intercept
     and a scale learnt from the stream), so ``eta0`` and ``epsilon`` do not depend on the
-    target's units.
+    target's units.  Predictions are kept within the range of the targets learnt so far widened
+    by its width on each side (:meth:`onlinemkl.proximal.engine.ProximalEngine.target_bounds`):
+    the linear and quadratic kernels extrapolate without limit at an input far from every one
+    learnt from.
 
     {parameters}
 
