@@ -199,7 +199,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         # else float32 matrices, computed in row blocks whose float64 work fits beside them
         rows32 = 0 if fast else (KERNEL_CACHE_BYTES - N * N * F * 4) // (N * (F + 3) * 8)
         if fast or rows32 >= MIN_CHUNK:
-            fast, run = True, engine.fit_pass_precomputed(X, yi, 0 if fast else int(rows32))
+            run = engine.fit_pass_precomputed(X, yi, 0 if fast else int(rows32))
         else:
             run = engine.fit_pass_blocked(X, yi, KERNEL_CACHE_BYTES // 2)
         for _ in range(self.stage1_epochs):
@@ -210,7 +210,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         if epochs2 == "auto":
             epochs2 = STAGE2_EPOCHS_FEW if len(classes) <= FEW_CLASSES else STAGE2_EPOCHS_MANY
         if epochs2 > 0:
-            train_scores = run.train_scores() if fast else engine.scores_many(X)
+            train_scores = run.train_scores()
             mean_loss = float(hinge_losses(train_scores, yi, engine.binary).mean())
             engine.switch_to_stage2(engine.radius_from_loss(mean_loss))
             for _ in range(epochs2):
