@@ -173,6 +173,17 @@ def obscure_fit_chunk(idx, X, Yi, Kc, G, buf, spec, st, merge, pending):
 
 
 @njit
+def add_pending_sums(G, rows, row_of, pending, n_pend):
+    """Add the ``n_pend`` updates :func:`obscure_fit_chunk` recorded in ``pending`` to ``G``: update
+    ``k`` moved a coefficient by ``delta[k]`` for the classes ``where[k, 1:]``, and ``rows[:,
+    row_of[k]]`` holds its example's kernel row against the training set (two rows of ``G`` per
+    update, where a dense product would touch every class)."""
+    where, delta = pending
+    for k in range(n_pend):
+        add_class_sums(G, rows, row_of[k], where[k, 1], where[k, 2], delta[k])
+
+
+@njit
 def add_class_sums(G, Kt, u, cpos, cneg, delta):
     """``G[j, cpos] += delta Kt[j, u]`` and ``G[j, cneg] -= delta Kt[j, u]`` (``cneg`` -1: none):
     training example ``u``'s coefficient moved by ``delta`` (``Kt`` symmetric: its row ``u`` is

@@ -411,8 +411,8 @@ class ObscureEngine(BufferEngine):
         The per-kernel class scores of every training example (``G``, ``F x C x N`` values) are
         kept, and each chunk of the order runs through ``obscure_fit_chunk`` with only the
         chunk's kernel values among themselves; then the chunk's updated examples get their
-        kernel rows against the training set (one BLAS block) and ``G`` its updates (one matrix
-        product per kernel).  An epoch computes ``N`` kernel rows of its updated examples where
+        kernel rows against the training set (one BLAS block) and ``G`` its updates (two rows of
+        ``G`` per update).  An epoch computes ``N`` kernel rows of its updated examples where
         :meth:`fit_pass_blocked` computes every example's row against the stored ones and sums
         over the stored rows at every step; the chunk is as large as ``cache_bytes`` allows for
         its block of rows and ``block_kernels``' per-group products beside it.  The model is the
@@ -437,15 +437,9 @@ class ObscureEngine(BufferEngine):
                 done, n_pend = _cof.obscure_fit_chunk(idx, X, yi, Kc, sums, buf, spec, st, where, pending)
                 updates += done
                 if n_pend:
-                    at, cls = pending[0][:n_pend], pending[0][:n_pend, 1:]
-                    u, inv = np.unique(idx[at[:, 0]], return_inverse=True)
-                    M = np.zeros((u.shape[0], n_out))
-                    np.add.at(M, (inv, cls[:, 0]), pending[1][:n_pend])
-                    neg = cls[:, 1] >= 0
-                    np.add.at(M, (inv[neg], cls[neg, 1]), -pending[1][:n_pend][neg])
+                    u, row_of = np.unique(idx[pending[0][:n_pend, 0]], return_inverse=True)
                     rows = block_kernels(X[u], X, self.ck)
-                    for j in range(F):
-                        sums[j] += M.T @ rows[j]
+                    _cof.add_pending_sums(sums, rows, row_of.astype(np.int64), pending, n_pend)
             return updates
 
         def train_scores():
