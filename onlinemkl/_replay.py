@@ -79,7 +79,7 @@ def many_class_steps(replay, steps: int) -> int | None:
     ``'auto'`` (OBSCURE): :data:`MANY_CLASSES_STEPS` wherever it replays at all.  A multiclass step
     moves the weight vectors of two classes only (the true one and the highest-scoring wrong
     one), so with many classes each class gets fewer of the replayed updates; ``fit``'s
-    ``stage2_epochs='auto'`` doubles its epochs past three classes for the same reason.  An int
+    ``stage1_epochs='auto'`` takes four times the epochs past three classes for the same reason.  An int
     ``replay`` is used for any number of classes.
     """
     return MANY_CLASSES_STEPS if replay == "auto" and steps > 0 else None

@@ -1,4 +1,5 @@
-"""OBSCURE's ``fit`` over precomputed kernel matrices: :func:`obscure_fit_run`.
+"""OBSCURE's ``fit`` over precomputed kernel matrices: :func:`obscure_fit_run`; over the class sums
+of every training example and a chunk's own kernel values: :func:`obscure_fit_chunk`.
 
 The steps are :func:`~onlinemkl.obscure._step.obscure_step`'s, with the raw scores read from the
 kernel matrices (or from the class sums kept beside them) instead of a pass over the buffer.
@@ -10,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import njit
+from .._core.buffer import fold_scales
 from .._core.kernels import ROW_BLOCK
-from ._step import (F_SCALE, H_BINARY, H_NCLASS, H_Q, H_STAGE, I_N, I_T, SCORES_GIVEN, SCORES_MIXED, ObscureState,
-                    hinge_step_direction, mirror_weights, obscure_step)
 from .._core.scores import add_block_scores, dense_accumulation
 from .._core.state import KernelSpec, LabelledRows
+from ._step import (F_SCALE, H_BINARY, H_LAM, H_NCLASS, H_PEGASOS, H_Q, H_STAGE, I_N, I_T, SCALE_FOLD_LOW,
+                    SCORES_GIVEN, SCORES_MIXED, ObscureState, hinge_step_direction, mirror_weights, obscure_step)
 
 
 @njit
@@ -94,6 +96,87 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
                 delta = coef[slot, 0] - (c0 if slot < n0 else 0.0)
                 add_class_sums(G, Kt, i, ypos[slot], yneg[slot], delta)
     return n_updates, loss, yhat, updated, slot
+
+
+@njit
+def obscure_fit_chunk(idx, X, Yi, Kc, G, buf, spec, st, merge, pending):
+    """:func:`obscure_fit_run`'s steps with class sums ``G`` on a chunk of training examples, for
+    training sets whose kernel matrices are not kept: no kernel row against the training set
+    is needed during the chunk.
+
+    ``idx``: the training indices of the chunk's steps, in order; ``Kc[j, a, b] =
+    K_j(X[idx[a]], X[idx[b]])``, the chunk's kernel values among themselves.  ``G``: the
+    per-kernel class sums of every training example (as :func:`obscure_fit_run`'s) before the
+    chunk.  A step's scores are its column of ``G`` plus what the chunk's earlier updates added,
+    read from ``Kc``; each update is recorded in ``pending = (where, delta)``: ``where[k] =
+    [position in the chunk, cpos, cneg]`` and ``delta[k]`` the move of the raw coefficient,
+    for the caller to add to ``G`` with one block of kernel rows (updated examples against the
+    training set) per chunk.  So an epoch computes kernel rows only for its updates, where
+    gathering scores from the stored rows needs every example's row against them all.
+
+    ``G`` changes here only as the stored rows do all at once: Pegasos' first stage-2 step drops
+    them (``G`` and ``pending`` are zeroed), and a lazy scale about to be folded into the
+    coefficients is folded here first (``G`` and ``pending`` times the scale), so that the fold
+    happens at a known factor.  No budget (no eviction).  ``merge``: ``2 len(X)`` entries as
+    :func:`obscure_fit_run`'s, or ``[-1, -1]``.  Returns ``(n_updates, n_pending)``.
+    """
+    buf, spec, st = LabelledRows(*buf), KernelSpec(*spec), ObscureState(*st)
+    where, delta = pending
+    F = G.shape[0]
+    coef, ypos, yneg, g, istate, fstate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate, st.fstate
+    n_out = 1 if st.hyper[H_BINARY] != 0.0 else int(st.hyper[H_NCLASS])
+    merge_rows = merge.shape[0] == 2 * X.shape[0]
+    q, lam = st.hyper[H_Q], st.hyper[H_LAM]
+    n_updates, n_pend = 0, 0
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        sc = fstate[F_SCALE]
+        if sc < 1e10 * SCALE_FOLD_LOW:
+            # a step shrinks the scale by far less than 1e10: obscure_step will not fold it
+            fold_scales(istate[I_N], coef, fstate[F_SCALE:F_SCALE + 1], st.theta_sq)
+            G *= sc
+            for k in range(n_pend):
+                delta[k] *= sc
+        for j in range(F):
+            for c in range(n_out):
+                g[j, c] = G[j, c, i]
+        for k in range(n_pend):
+            a, cp, cn = where[k, 0], where[k, 1], where[k, 2]
+            for j in range(F):
+                v = delta[k] * Kc[j, a, t]
+                g[j, cp] += v
+                if cn >= 0:
+                    g[j, cn] -= v
+        ms, mt = (merge[2 * i], merge[2 * i + 1]) if merge_rows else (-1, -1)
+        n0 = istate[I_N]
+        c0 = coef[ms, 0] if ms >= 0 and ms < n0 else 0.0
+        # obscure_step's first stage-2 shrink under Pegasos, the same operations: <= 0 drops every row
+        dropped = (st.hyper[H_STAGE] == 2.0 and st.hyper[H_PEGASOS] != 0.0 and istate[I_T] == 0
+                   and 1.0 - lam * (q / (lam * 1 + 0.0)) / q <= 0.0)
+        updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, SCORES_GIVEN, ms, mt, False, None)[2:]
+        if dropped:  # Pegasos at its first stage-2 step: every stored row dropped
+            G[:, :, :] = 0.0
+            n_pend = 0
+        if updated:
+            n_updates += 1
+            if merge_rows:
+                merge[2 * i] = slot
+                merge[2 * i + 1] = buf.tstamp[slot]
+            where[n_pend, 0], where[n_pend, 1], where[n_pend, 2] = t, ypos[slot], yneg[slot]
+            delta[n_pend] = coef[slot, 0] - (c0 if slot == ms and not dropped else 0.0)
+            n_pend += 1
+    return n_updates, n_pend
+
+
+@njit
+def add_pending_sums(G, rows, row_of, pending, n_pend):
+    """Add the ``n_pend`` updates :func:`obscure_fit_chunk` recorded in ``pending`` to ``G``: update
+    ``k`` moved a coefficient by ``delta[k]`` for the classes ``where[k, 1:]``, and ``rows[:,
+    row_of[k]]`` holds its example's kernel row against the training set (two rows of ``G`` per
+    update, where a dense product would touch every class)."""
+    where, delta = pending
+    for k in range(n_pend):
+        add_class_sums(G, rows, row_of[k], where[k, 1], where[k, 2], delta[k])
 
 
 @njit
