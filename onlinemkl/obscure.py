@@ -98,7 +98,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         With a budget and more than two classes, while the buffer has room, on stored examples instead, each step
         adding to its own stored row or to nothing (no row spent on a repeat); once it is full, from the reservoir, an
         update taking the row eviction frees.
-    replay_window : int >= 1, default 1000
+    replay_window : int >= 1, default 5000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     random_state : int or None, default None
         Seed of the random example order in ``fit`` and of the replay draws (None: 0 for

@@ -71,7 +71,7 @@ _COMMON_DOC = """
         while it has room.  The reservoir is kept beside the budget.  The regressor's
         default is off: it helped on some regression streams and hurt badly on others
         (docs/defaults.md).
-    replay_window : int >= 1, default 1000
+    replay_window : int >= 1, default 5000
         Past examples kept for replay (a uniform sample; fewer when rows are very wide).
     n_epochs : int, default 1
         Passes over the data in ``fit`` (random order).

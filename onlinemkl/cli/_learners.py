@@ -102,7 +102,7 @@ LEARNERS = {
                                "eviction oldest; with a budget and more than two classes, on stored examples "
                                "while the buffer has room, "
                                "from the reservoir once it is full)"),
-            "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
+            "replay_window": ("5000", "past examples kept for replay (a uniform sample of the stream)"),
             **_FEATURE_CAP, **_FEATURE_HASHING, **_REPLAY_SEED, **_SCALE,
         },
     ),
@@ -127,7 +127,7 @@ _PROXIMAL_COMMON = {
                                  "buffer drops"),
     "replay": (None, "after a positive loss, this many extra steps on past examples (0: off; auto: 5, or 0 "
                      "with a budget and eviction oldest; with a budget, once the buffer is full)"),
-    "replay_window": ("1000", "past examples kept for replay (a uniform sample of the stream)"),
+    "replay_window": ("5000", "past examples kept for replay (a uniform sample of the stream)"),
 }
 
 
