@@ -218,7 +218,7 @@ def test_a_file_records_the_resolved_settings(tmp_path):
     path = save(model, tmp_path / "m.omkl")
     with zipfile.ZipFile(path) as zf:
         settings = json.loads(zf.read("meta.json"))["model"]["state"]["engine"]["settings"]
-    assert settings["eta0"] == 1.0 and settings["eta0_many"] == 2.0 and settings["few_classes"] == 3
+    assert settings["eta0"] == 1.0 and settings["eta0_many"] == 4.0 and settings["few_classes"] == 3
     assert [k["kind"] for k in settings["kernels"]["items"]] == ["RBF", "RBF", "RBF", "Linear", "Polynomial"]
     assert settings["replay"] == 5 and settings["seed"] == 0
 

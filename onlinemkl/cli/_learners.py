@@ -119,7 +119,7 @@ _PROXIMAL_COMMON = {
     "group_weights": ("none", "per-group weights of regularizer=weighted_sq_l1, one per group: kernels then explicit "
                               "groups, e.g. 1|1|0.5"),
     "schedule": ("invsqrt", "step sizes: invsqrt (eta0/sqrt(t)), constant (eta0), strongly_convex (1/(sigma t))"),
-    "eta0": (None, "initial step size > 0 ('auto', classifier: 1.0, or 2.0 past three classes)"),
+    "eta0": (None, "initial step size > 0 ('auto', classifier: 1.0, or 4.0 past three classes)"),
     "gamma": (None, "projection radius > 0, 'auto' (appendix E, where it applies) or none"),
     "average": (None, "predict with the running average of the iterates (no history stored)"),
     "budget": ("none", "maximum stored examples (none: unbounded, memory grows with the updates)"),

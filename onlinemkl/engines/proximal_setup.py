@@ -29,7 +29,7 @@ __all__ = ["settings", "check_eta0", "auto_gamma", "make_engine", "classifier_en
 #: ``eta0='auto'`` (the river classifier's default): :data:`AUTO_ETA0` while at most
 #: :data:`~onlinemkl.engines._replay.FEW_CLASSES` classes are known, :data:`AUTO_ETA0_MANY` past them.
 AUTO_ETA0 = 1.0
-AUTO_ETA0_MANY = 2.0
+AUTO_ETA0_MANY = 4.0
 
 
 def check_eta0(eta0, regression: bool) -> tuple[float, float]:

@@ -38,7 +38,7 @@ class ProximalMKLClassifier(_ProximalAdapter, base.Classifier):
     names, or names hashed into fixed columns).  ``group_steps='norms'`` (the regressor's default
     too): each step is split among the kernels by their norms so far, the same total step, so
     the kernel a stream needs learns faster than under the equal split.
-    ``eta0='auto'``: 1.0 while at most three classes are known, 2.0 past them (a multiclass step
+    ``eta0='auto'``: 1.0 while at most three classes are known, 4.0 past them (a multiclass step
     moves two classes' weights; :func:`onlinemkl.engines.proximal_setup.check_eta0`); a number is
     used for any number of classes.  ``seed``: the seed of the replay draws, the model's only
     randomness (river's convention; the array face's ``random_state``); None: seed 0, so that a run
