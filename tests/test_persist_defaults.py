@@ -311,3 +311,12 @@ def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_th
     more(loaded)
     assert predict(loaded) == predict(model)
     assert learner(loaded).kernels is None
+
+
+@pytest.mark.parametrize("name", ["river_obscure.omkl", "sk_obscure.omkl", "river_proximal_clf.omkl",
+                                  "sk_proximal_clf.omkl"])
+def test_a_file_keeps_the_replay_window_it_was_saved_with(name):
+    """The parameters are saved beside the state: a classifier saved with a reservoir of 1000 rows
+    keeps it when the default window is another."""
+    model = load(FIXTURES / name)
+    assert model.replay_window == 1000 and model._engine.replay.window == 1000
