@@ -66,7 +66,8 @@ warmed on 30 examples of each data set before its timed pass.  BLAS is limited t
 
 Data: river's Phishing, Bananas, ImageSegments (bundled order) and Shuttle (first 5,000
 rows, bundled order); scikit-learn's digits, wine, breast_cancer, iris (shuffled once, seed
-0); generated with fixed seeds, 2,000 rows each unless said: see ``DATASETS``.  Add a data set
+0); generated with fixed seeds, 2,000 rows each unless said (3,000 for the shapes of
+many classes with few rows of each and of many features: ``N_MANY``): see ``DATASETS``.  Add a data set
 by adding a function returning a list of ``(x_dict, y)`` to ``DATASETS``.  No downloads.
 The regression half (data, river regressors, the KRR reference) is described in
 ``_defaults_regression.py``.
@@ -113,6 +114,7 @@ from bench_peers import _to_arrays, has_predict_many, river_models  # noqa: E402
 
 TRAIN_FRACTION = 0.7
 N_GEN = 2000
+N_MANY = 3000  # rows of the many-classes and many-features shapes (letters-like, musk-like, 40f/12c)
 SHUTTLE_CAP = 5000
 WARM_EXAMPLES = 30
 REPEAT = 3  # timed passes of each candidate and of river best: best wall time kept
@@ -156,6 +158,29 @@ def _moons_noise():
     return _from_arrays(np.hstack([X, extra]), y)
 
 
+def _letters_like():
+    """26 classes of two clusters each over 16 features rounded to half units (the shape of UCI's
+    letter recognition: many classes, ~80 training rows of each)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(N_MANY, n_features=16, n_informative=16, n_redundant=0, n_classes=26,
+                               n_clusters_per_class=2, class_sep=2.0, random_state=5)
+    return _from_arrays(np.round(X * 2), y)
+
+
+def _musk_like():
+    """166 correlated features from 16 latent ones, 200 small clusters of which 15% positive (the shape
+    of UCI's musk: many features, few rows, a minority class made of many modes), 2% labels flipped."""
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(200, 16)) * 2.0
+    positive = (np.arange(200) < 39).astype(int)
+    comp = rng.integers(0, 200, N_MANY)
+    Z = centres[comp] + rng.normal(size=(N_MANY, 16)) * 0.8
+    X = np.tanh(Z @ rng.normal(size=(16, 166)) / 4.0) * 50 + rng.normal(size=(N_MANY, 166)) * 5
+    y = np.where(rng.random(N_MANY) < 0.02, 1 - positive[comp], positive[comp])
+    return _from_arrays(X, y)
+
+
 def _make_datasets():
     from river.datasets import synth
     from sklearn import datasets as skd
@@ -186,6 +211,12 @@ def _make_datasets():
             seed_model=0, seed_sample=0, n_classes=5, n_features=10)),
         "LED irrelevant": lambda: _river_synth(lambda: synth.LED(seed=0, irrelevant_features=True)),
         "Waveform": lambda: _river_synth(lambda: synth.Waveform(seed=0)),
+        "letters-like 26c/16f": _letters_like,
+        "musk-like 166f": _musk_like,
+        "clf 40f/12c": lambda: _from_arrays(*skd.make_classification(
+            N_MANY, n_features=40, n_informative=15, n_classes=12, n_clusters_per_class=1, random_state=4)),
+        "wide 166f/1000r": lambda: _from_arrays(*skd.make_classification(
+            1000, n_features=166, n_informative=10, n_redundant=10, random_state=3)),
     }
 
 

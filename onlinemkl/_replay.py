@@ -27,9 +27,11 @@ __all__ = ["ReplayMemory", "check_replay", "many_class_steps", "replay_seed", "r
            "DEFAULT_STEPS", "MANY_CLASSES_STEPS", "FEW_CLASSES", "DEFAULT_WINDOW", "MAX_VALUES"]
 
 #: Extra steps after a margin error (``replay='auto'``) and rows kept
-#: (``replay_window=``).
+#: (``replay_window=``).  The window holds a stream of a few thousand examples whole, so replay
+#: reaches every example: with many classes and few examples of each, a smaller sample leaves
+#: most of a class's examples out of every replayed step (docs/defaults.md).
 DEFAULT_STEPS = 5
-DEFAULT_WINDOW = 1000
+DEFAULT_WINDOW = 5000
 #: ``replay='auto'`` of OBSCURE: :data:`MANY_CLASSES_STEPS` steps once more than :data:`FEW_CLASSES`
 #: classes have been seen (see :func:`many_class_steps`).
 MANY_CLASSES_STEPS = 10

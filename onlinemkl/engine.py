@@ -271,11 +271,11 @@ def engine_for_state(fresh, params, face=None):
     (:func:`_check_setting`), and the engine's ``set_state`` then checks the state against the
     recorded settings.  A setting the file lacks (an engine parameter added since) takes
     ``fresh``'s value; one this engine does not know is refused.  A state without settings
-    (older files) gets ``fresh``.
+    (older files) gets ``fresh.unrecorded(face)``.
     """
     saved = params.get(SETTINGS) if isinstance(params, dict) else None
     if saved is None:
-        return fresh
+        return fresh.unrecorded(face)
     if not isinstance(saved, dict):
         raise ValueError(f"the state's {SETTINGS} must be a dict of the engine's settings; got {str(saved)[:80]}")
     current = fresh._init_args
@@ -381,6 +381,12 @@ class EngineBase:
         and loading builds the engine with it (:func:`state_with_settings`)."""
         self._init_args[name] = value
         return value
+
+    def unrecorded(self, face) -> EngineBase:
+        """The engine a state saved without settings (files older than the recorded settings) was
+        learnt with, this one built from ``face``'s parameters: the same unless a default those
+        files resolved has changed since, which an engine restores by overriding this."""
+        return self
 
     def set_lookup(self, lookup) -> None:
         """Feature names -> columns, for kernel groups of names (a face's feature map).

@@ -604,7 +604,9 @@ def test_river_one_class_prefix_does_not_freeze_the_model():
         correct += m.predict_one(x) == y
         m.learn_one(x, y)
     assert m.n_support_ > 0
-    assert correct / 1000 > 0.8
+    # a frozen model scores ~0.5; the replay draws move a learning one within 0.795-0.824
+    # (seeds 0-2, replay windows 1000 and 5000)
+    assert correct / 1000 > 0.75
 
 
 # -- 7. bounded memory ------------------------------------------------------------------------------------

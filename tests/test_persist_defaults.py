@@ -221,7 +221,7 @@ def test_a_file_records_the_resolved_settings(tmp_path):
     path = save(model, tmp_path / "m.omkl")
     with zipfile.ZipFile(path) as zf:
         settings = json.loads(zf.read("meta.json"))["model"]["state"]["engine"]["settings"]
-    assert settings["eta0"] == 1.0 and settings["eta0_many"] == 2.0 and settings["few_classes"] == 3
+    assert settings["eta0"] == 1.0 and settings["eta0_many"] == 4.0 and settings["few_classes"] == 3
     assert [k["kind"] for k in settings["kernels"]["items"]] == ["RBF", "RBF", "RBF", "Linear", "Polynomial"]
     assert settings["replay"] == 5 and settings["seed"] == 0
 
@@ -316,3 +316,12 @@ def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_th
     more(loaded)
     assert predict(loaded) == predict(model)
     assert learner(loaded).kernels is None
+
+
+@pytest.mark.parametrize("name", ["river_obscure.omkl", "sk_obscure.omkl", "river_proximal_clf.omkl",
+                                  "sk_proximal_clf.omkl"])
+def test_a_file_keeps_the_replay_window_it_was_saved_with(name):
+    """The parameters are saved beside the state: a classifier saved with a reservoir of 1000 rows
+    keeps it when the default window is another."""
+    model = load(FIXTURES / name)
+    assert model.replay_window == 1000 and model._engine.replay.window == 1000

@@ -71,6 +71,30 @@ def test_replay_off_keeps_no_rows():
     assert mem.size == 0 and mem.rows.size == 0 and mem.seen == 10
 
 
+@pytest.mark.parametrize("face", ["river OBSCURE", "river proximal", "sklearn OBSCURE", "sklearn proximal"])
+def test_the_default_reservoir_holds_a_stream_of_a_few_thousand_examples_whole(face):
+    """The default ``replay_window`` keeps all of a 3,000-example stream, so replay can revisit
+    every example of a data set of a few thousand rows (with 26 classes that is ~100 of each;
+    a sample of 1,000 left two thirds of every class out of every replayed step)."""
+    import onlinemkl
+    import onlinemkl.river
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(2, size=3000)
+    X = rng.normal(size=(3000, 3)) * 0.1 + 4.0 * y[:, None]  # two far apart clusters: few margin errors
+    kind, learner = face.split()
+    if kind == "river":
+        model = {"OBSCURE": onlinemkl.river.OBSCUREClassifier, "proximal": onlinemkl.river.ProximalMKLClassifier}[learner]()
+        for row, t in zip(X, y):
+            model.learn_one({f"x{j}": float(v) for j, v in enumerate(row)}, int(t))
+    else:
+        model = {"OBSCURE": SkOBSCURE, "proximal": onlinemkl.ProximalMKLClassifier}[learner]()
+        for start in range(0, 3000, 500):
+            model.partial_fit(X[start:start + 500], y[start:start + 500], classes=[0, 1])
+    mem = model._engine.replay
+    assert mem.seen == 3000 and mem.size == 3000, (mem.seen, mem.size)
+
+
 def _engine_model(replay):
     clf = SkOBSCURE(replay=replay, replay_window=50, switch_after=None)
     X = np.random.default_rng(0).normal(size=(3, 4))

@@ -31,7 +31,7 @@ __all__ = ["CLASSIFIER_PARAMS", "REGRESSOR_PARAMS", "common_rows", "settings", "
 #: ``eta0='auto'`` (the river classifier's default): :data:`AUTO_ETA0` while at most
 #: :data:`~onlinemkl._replay.FEW_CLASSES` classes are known, :data:`AUTO_ETA0_MANY` past them.
 AUTO_ETA0 = 1.0
-AUTO_ETA0_MANY = 2.0
+AUTO_ETA0_MANY = 4.0
 
 
 def check_eta0(eta0, regression: bool) -> tuple[float, float]:
@@ -170,7 +170,7 @@ def _flat_table(regression):
                       "more (on the river face, over the labels seen so far)."),)
         lam = Param("lam", number("float >= 0", low=0.0), 1e-4, "Regularisation strength.")
         eta0 = Param("eta0", Rule("float > 0 or 'auto'", check_eta0_param), "auto",
-                     "The initial step size.  'auto': 1.0 while at most three classes are known, 2.0 past them\n"
+                     "The initial step size.  'auto': 1.0 while at most three classes are known, 4.0 past them\n"
                      "(a multiclass step moves two classes' weights, so each class takes a smaller share of\n"
                      "the steps); a number is used for any number of classes.  ``fit``'s default, 1.0, is the\n"
                      "setting its epochs were measured with.", fit_default=1.0)

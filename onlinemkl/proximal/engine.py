@@ -260,6 +260,16 @@ class ProximalEngine(GroupNormEngine):
                 setattr(self, name, arr)
         self._forget_records()
 
+    #: ``eta0='auto'``'s step past three classes in the files saved without settings.
+    UNRECORDED_ETA0_MANY = 2.0
+
+    def unrecorded(self, face) -> ProximalEngine:
+        """A file saved without settings and ``eta0='auto'`` stepped :data:`UNRECORDED_ETA0_MANY`
+        past three classes: the engine with that step (``eta0='auto'`` resolves to another now)."""
+        if getattr(face, "eta0", None) != "auto" or self._init_args["eta0_many"] == self.UNRECORDED_ETA0_MANY:
+            return self
+        return type(self)(**dict(self._init_args, eta0_many=self.UNRECORDED_ETA0_MANY))
+
     def eta0_for(self, n_outputs) -> float:
         """The initial step size with ``n_outputs`` outputs (``eta0_many`` past three classes)."""
         return self._eta0[int(n_outputs > self.few_classes)]

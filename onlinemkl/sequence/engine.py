@@ -47,7 +47,7 @@ PARAMS = Table(
     Param("lam", number("float >= 0", low=0.0), 1e-4, "Regularisation strength."),
     *_shape,
     Param("eta0", Rule("float > 0 or 'auto'", check_eta0_param), 1.0,
-          "The initial step size ('auto': 1.0 with up to three labels, 2.0 with more)."),
+          "The initial step size ('auto': 1.0 with up to three labels, 4.0 with more)."),
     Param("gamma", Rule("float > 0, 'auto' or None", check_gamma_param), "auto",
           "Radius of the projection ball; 'auto' is appendix E's ``sqrt(2 L(0) / modulus)`` where the\n"
           "regulariser is strongly convex (otherwise no projection), with ``L(0)`` the mean loss at\n"
