@@ -77,7 +77,7 @@ def test_a_cache_dir_lost_after_start_up_means_no_cache_not_one_next_to_the_sour
     with pytest.warns(_config.CacheWarning, match="will not be cached.*NUMBA_CACHE_DIR"):
         compiled = _config.njit(twice)
     assert compiled(1.5) == 3.0
-    assert _cache_files(here) == before  # Numba's next locator would have used tests/__pycache__
+    assert _cache_files(here) == before  # Numba's next locator would have used this folder's __pycache__
 
 
 def test_cache_goes_to_the_user_cache_dir_not_the_package(tmp_path):

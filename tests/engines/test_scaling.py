@@ -19,7 +19,7 @@ import onlinemkl.river as omr
 from onlinemkl._scaling import WARMUP, InputScaling
 from onlinemkl.persist import load
 
-FIXTURES = Path(__file__).parent / "data" / "persist_v1"
+FIXTURES = Path(__file__).parents[1] / "data" / "persist_v1"
 RIVER = (omr.OBSCUREClassifier, omr.ProximalMKLClassifier)
 
 

@@ -60,7 +60,7 @@ def test_every_face_gives_the_same_bits_with_background_compilation(tmp_path):
     exec(compile(SCRIPT, str(script), "exec"), namespace)  # noqa: S102 - this file's own script
     foreground = namespace["run"]()
     env = dict(os.environ, ONLINEMKL_BACKGROUND_COMPILE="1",
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json

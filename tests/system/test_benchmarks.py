@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 RESULTS = BENCH / "results"
 SCRIPTS = sorted(BENCH.glob("bench_*.py"))
 STEMS = [s.stem.removeprefix("bench_") for s in SCRIPTS]

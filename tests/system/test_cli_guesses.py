@@ -21,7 +21,7 @@ from onlinemkl import cli
 from onlinemkl.persist import load
 from onlinemkl.river import OBSCUREClassifier, ProximalMKLRegressor
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(capsys, *argv):

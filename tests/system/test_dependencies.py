@@ -16,7 +16,7 @@ import pytest
 
 tomllib = pytest.importorskip("tomllib")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("onlinemkl", "streams")
 
 #: Import names that differ from the distribution's name.

@@ -18,7 +18,7 @@ from importlinter.cli import lint_imports
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("onlinemkl", "streams")
 
 #: Import cycles that are allowed, each a frozenset of module names with the reason.  None is

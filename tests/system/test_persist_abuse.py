@@ -17,7 +17,7 @@ import pytest
 from onlinemkl.persist import ModelFileError, load, save
 from onlinemkl.river import OBSCUREClassifier
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

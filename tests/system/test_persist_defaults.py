@@ -36,7 +36,7 @@ from onlinemkl.kernels import RBF, Linear
 from onlinemkl.persist import ModelFileError, load, load_with_meta, save
 from test_saved_kernels import rewrite as rewrite_meta
 
-FIXTURES = Path(__file__).parent / "data" / "persist_v1"
+FIXTURES = Path(__file__).parents[1] / "data" / "persist_v1"
 
 OTHER = (RBF(gamma_scale=0.3), Linear())
 

@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_script(code: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
