@@ -44,6 +44,9 @@ import pytest
 from river import preprocessing
 from river.datasets import synth
 
+# Every case is an accuracy comparison on a data set: `-m "not accuracy"` skips the grid.
+pytestmark = pytest.mark.accuracy
+
 N_ROWS = 300
 #: Generators whose streams are longer: Agrawal's classes are crisp rules on one or two of nine raw
 #: attributes (an age band, a salary threshold), which a smooth kernel over all nine standardised

@@ -249,6 +249,7 @@ def test_stage2_lowers_the_objective(n_classes):
     assert np.mean(obscure_vs_pegasos) < 0, obscure_vs_pegasos
 
 
+@pytest.mark.accuracy
 def test_digits_accuracy_floor():
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
@@ -261,6 +262,7 @@ def test_digits_accuracy_floor():
     assert model.score(Xte, yte) >= 0.97  # measured 0.985; the authors' toolbox: 0.983
 
 
+@pytest.mark.accuracy
 def test_fit_many_classes_accuracy_floor():
     """``stage2_epochs='auto'``: 10 stage-2 epochs past three classes.  Ten classes, three generated
     sets, three seeds each: mean held-out accuracy 0.830 (measured; 0.817 with 5 epochs,
@@ -287,6 +289,7 @@ def test_fit_stage2_epochs_auto_counts_classes():
         assert clf._engine.istate[co.I_T] == epochs * 60
 
 
+@pytest.mark.accuracy
 def test_river_image_segments_prequential_floor():
     from river import datasets, evaluate, metrics, preprocessing
 

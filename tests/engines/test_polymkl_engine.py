@@ -172,6 +172,7 @@ def test_standardised_inside_predictions_do_not_depend_on_units(cls):
     np.testing.assert_array_equal(c.predict(X * units + 5.0), b.predict(X * units + 5.0))
 
 
+@pytest.mark.accuracy
 def test_defaults_fit_section_5_2_at_r5():
     """The defaults (lam='auto', standardised inside) with degree=3 on the paper's synthetic data at r = 5:
     R^2 >= 0.99 on held-out points (lam=0.1 gives 0.735)."""

@@ -239,6 +239,7 @@ def _digits_halves():
     return train_test_split(X / 16.0, y, test_size=0.5, random_state=0)
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("average", [False, True])
 def test_budgeted_digits_held_out_accuracy(average):
     """scikit-learn's digits (X / 16, 50/50 split, seed 0), default kernels and eviction, budget 200
@@ -252,6 +253,7 @@ def test_budgeted_digits_held_out_accuracy(average):
     assert clf.score(Xte, yte) >= 0.85
 
 
+@pytest.mark.accuracy
 def test_budgeted_digits_oldest_eviction_keeps_a_usable_last_iterate():
     """'oldest' (a sliding window) with budget 300: measured 0.809 held-out (plain removal: 0.671)."""
     Xtr, Xte, ytr, yte = _digits_halves()
@@ -265,6 +267,7 @@ def _sine_stream(n, seed):
     return X, 3 * np.sin(3 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("params", [dict(), dict(average=False), dict(eviction="oldest", average=False)])
 def test_budgeted_regression_keeps_the_fit(params):
     """3000 examples, budget 50 (every example updates: 2949 evictions).  Measured R^2 on 1000
@@ -389,6 +392,7 @@ def test_regularised_online_loss_decreases_on_average():
     assert np.mean(np.diff(windows) < 0) >= 0.5, windows
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_diabetes_r2_floor(seed):
     """R^2 >= 0.40 on the held-out 30% of scikit-learn's diabetes (default regressor: averaged model,
@@ -496,6 +500,7 @@ def _prequential_mae(model, data):
     return err / len(data)
 
 
+@pytest.mark.accuracy
 def test_default_regressor_floor_on_trump_approval():
     """One prequential pass with the defaults: measured MAE 0.356 (0.444 with a normalised
     quadratic kernel and eta0=0.2; 0.694 with the averaged model, lam=1e-2, eta0=0.1; river's
@@ -508,6 +513,7 @@ def test_default_regressor_floor_on_trump_approval():
     assert _prequential_mae(preprocessing.StandardScaler() | RiverRegressor(), data) < 0.55
 
 
+@pytest.mark.accuracy
 def test_default_regressor_floor_on_planes2d():
     """river's Planes2D is linear in products ``x_1 x_j``: the default regressor's quadratic
     kernel (unnormalised, ``(1 + 2 x.z / d) ** 2``) has to learn them in one pass, and the
@@ -527,6 +533,7 @@ def test_default_regressor_floor_on_planes2d():
     assert _prequential_mae(preprocessing.StandardScaler() | RiverRegressor(), data) < 1.0
 
 
+@pytest.mark.accuracy
 def test_default_regressor_floor_on_friedman():
     """river's Friedman generator (seed 0, first 3,000 rows; 5 of 10 features matter, one
     through ``sin(pi x_1 x_2)``): measured MAE 1.617 (1.702 with the equal split of the step,
@@ -543,6 +550,7 @@ def test_default_regressor_floor_on_friedman():
     assert _prequential_mae(preprocessing.StandardScaler() | RiverRegressor(), data) < 1.82
 
 
+@pytest.mark.accuracy
 def test_default_regressor_follows_a_drifting_target():
     """Coefficients redrawn at row 1000: measured MAE 0.163 (0.215 with ``group_steps='equal'``,
     0.757 with the averaged model,
@@ -582,6 +590,7 @@ def test_auto_eta0_is_for_classifiers_only():
         RiverClassifier(eta0="fast")
 
 
+@pytest.mark.accuracy
 def test_one_pass_reaches_098_of_the_batch_svc_held_out_on_river_image_segments():
     """The proximal classifier: one pass of the default pipeline over the first 1,617
     ImageSegments examples, held out the other 693, >= 0.98 of the held-out accuracy of a batch

@@ -185,6 +185,7 @@ def _budget_against_none(train, test, budget=500, seeds=(0,)):
     return acc
 
 
+@pytest.mark.accuracy
 def test_replay_lifts_one_pass_accuracy_on_river_image_segments():
     data = list(datasets.ImageSegments())[:1617]  # the benchmark's training part
     with_replay = _prequential(preprocessing.StandardScaler() | OBSCUREClassifier(), data)
@@ -193,6 +194,7 @@ def test_replay_lifts_one_pass_accuracy_on_river_image_segments():
     assert with_replay >= 0.895 and with_replay >= without + 0.015
 
 
+@pytest.mark.accuracy
 def test_one_pass_reaches_098_of_the_batch_svc_held_out_on_river_image_segments():
     """One pass of the default pipeline over the first 1,617 ImageSegments examples, held out
     the other 693, >= 0.98 of the held-out accuracy of a batch SVC on the mean of the default
@@ -225,6 +227,7 @@ def test_auto_replay_takes_ten_steps_once_more_than_three_classes_are_known(kw, 
     assert seen[False] == {few} and seen[True] == {many}, seen
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("learner, gain, kw", [("OBSCUREClassifier", 0.04, {}),
                                                ("ProximalMKLClassifier", 0.03, {"group_steps": "equal"})])
 def test_replay_lifts_one_pass_accuracy_on_many_classes(learner, gain, kw):
@@ -327,6 +330,7 @@ def test_two_classes_replay_the_reservoir_before_the_budget_as_without_one(loss)
     np.testing.assert_array_equal(ea.buf.coef[:ea.n_support], eb.buf.coef[:eb.n_support])
 
 
+@pytest.mark.accuracy
 def test_a_budget_of_500_on_phishing_keeps_the_unbudgeted_accuracy():
     """The prequential accuracy of ``StandardScaler() | OBSCUREClassifier(budget=500)`` over
     Phishing's first 875 examples: 0.896, as without a budget (0.879 replaying stored rows only
@@ -406,6 +410,7 @@ def test_auto_replay_steps():
     assert OBSCUREClassifier(budget=500, eviction="oldest", replay=2)._engine.replay.steps == 2
 
 
+@pytest.mark.accuracy
 def test_a_budget_of_500_costs_at_most_a_point_on_river_image_segments():
     """One pass with ``budget=500`` against no budget (the default learner stores ~775 rows
     here); train on the first 1,617 examples, held out the other 693; the mean over replay seeds
@@ -435,6 +440,7 @@ def test_obscure_replays_its_reservoir_once_a_budget_of_500_is_full():
     assert acc["budget"][1] >= acc["free"][1] - 0.05, acc
 
 
+@pytest.mark.accuracy
 def test_a_budget_of_500_keeps_most_of_the_proximal_replay_gain_on_agrawal():
     """Proximal MKL on river's Agrawal (seed 0; first 1,400 examples one pass, next 600 held
     out), ``budget=500`` against none.  Measured prequential / held-out 0.774 / 0.865 without a

@@ -35,6 +35,7 @@ def prequential(model, rows):
     return hits / len(rows), base / len(rows)
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("cls", RIVER)
 def test_raw_agrawal_age_only_beats_the_majority(cls):
     """Agrawal's function 0 depends on the age alone (20-80) beside salaries of 1e5: with its

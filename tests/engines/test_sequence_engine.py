@@ -136,6 +136,7 @@ def independent_accuracy(digits_task):
     return _char_accuracy([[indep.predict_one(x[i:i + 1])[0] for i in range(len(x))] for x in X_test], y_test)
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("loss", ["svm", "crf"])
 def test_chain_beats_an_independent_per_character_classifier(digits_task, independent_accuracy, loss):
     """Strong transitions (the preferred successor has probability 0.82): the chain model
@@ -149,6 +150,7 @@ def test_chain_beats_an_independent_per_character_classifier(digits_task, indepe
     assert chain.kernel_weights_[-1] > 0.05  # the transition group is in use
 
 
+@pytest.mark.accuracy
 def test_mkl_is_at_least_as_accurate_as_the_best_single_kernel(digits_task):
     """Linear + quadratic + Gaussian with MKL (sq_l21) against each kernel alone, same settings.
 

@@ -29,6 +29,7 @@ def _running_mean_mae(data):
     return float(np.mean(err))
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("name, seed", STREAMS)
 def test_river_defaults_beat_the_running_mean(name, seed):
     data = _data(name, seed)
@@ -41,6 +42,7 @@ def test_river_defaults_beat_the_running_mean(name, seed):
     assert max(err[-300:]) < 10 * _running_mean_mae(data)
 
 
+@pytest.mark.accuracy
 @pytest.mark.parametrize("name, seed", STREAMS)
 def test_sklearn_budget_200_batches_of_32_beat_the_running_mean(name, seed):
     data = _data(name, seed)

@@ -84,6 +84,7 @@ def test_before_the_first_batch_running_mean_then_partial_buffer(cls):
     assert [m2.predict_one(x) for x, _ in data[:20]] == fitted
 
 
+@pytest.mark.accuracy
 def test_trump_approval_beats_the_running_mean_from_the_start():
     """Prequential MAE on the whole stream with the defaults (behind river's scaler) is no worse than the
     running mean's, which the adapter itself predicts before it has any example to fit."""
