@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from onlinemkl import _lazy
+from _helpers import engine_of
 
 SOURCE = textwrap.dedent("""
     import numba
@@ -190,9 +191,9 @@ def test_a_model_that_has_learnt_nothing_answers_without_compiled_code(monkeypat
     row = fresh._row(x, grow=False)
     with monkeypatch.context() as m:
         m.setattr(ep._cf, "fobos_scores", lambda *a: pytest.fail("fobos_scores called for an empty model"))
-        got = fresh._engine.scores_one(row)
+        got = engine_of(fresh).scores_one(row)
         assert fresh.predict_one(x) == 0.0
-    engine = fresh._engine
+    engine = engine_of(fresh)
     buf, spec, xg, _, scratch = engine._build_records()
     ep._cf.fobos_scores(row, buf, spec, xg, engine.sigma, 0, 1, scratch)  # what the compiled pass answers
     assert got.shape == (1,) and got.tobytes() == engine.scores[:1].tobytes()

@@ -12,6 +12,7 @@ from onlinemkl.obscure import _step as co
 from onlinemkl.obscure import _fit as obscure_fit
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.obscure.engine import ObscureEngine, default_eta
+from _helpers import engine_of
 
 D = 6
 
@@ -128,7 +129,7 @@ def test_steps_with_budget_match_reference(n_classes, eviction):
     X, y = make_data(260, n_classes, seed=7 + n_classes)
     eng, ref = engine_and_reference(n_classes, 1.5, budget=25, eviction=eviction)
     run_both(eng, ref, X, y, switch_at=130)
-    assert eng.istate[co.I_EVICTIONS] > 50
+    assert eng.evictions > 50
     assert_same_state(eng, ref)
 
 
@@ -154,12 +155,12 @@ def test_fit_matches_reference_fit(n_classes, budget, eviction):
     ref = naive.naive_fit(X, y, KERNELS, p, lam, default_eta(len(KERNELS), q), n_classes == 2, n_classes, seed=5,
                           stage1_epochs=3, stage2_epochs=2, budget=budget, eviction=eviction)
     if budget:
-        assert clf._engine.istate[co.I_EVICTIONS] > 20
-        assert_same_state(clf._engine, ref)
+        assert engine_of(clf).evictions > 20
+        assert_same_state(engine_of(clf), ref)
     else:
         # without a budget, fit adds an example's repeated updates to its row: fewer rows, the same sums
-        assert clf._engine.n_support < len(ref.c)
-        assert_same_rows_summed(clf._engine, ref)
+        assert clf.n_support_ < len(ref.c)
+        assert_same_rows_summed(engine_of(clf), ref)
     assert clf.R_ == pytest.approx(ref.R, rel=1e-9)
     Xt, _ = make_data(15, n_classes, seed=11)
     s = clf.decision_function(Xt)

@@ -15,6 +15,7 @@ from naive_prox import prox_norms
 from onlinemkl.proximal import _prox as _cp
 from onlinemkl.kernels import Linear, Polynomial, RBF
 from onlinemkl.sequence import SequenceMKLLabeler
+from _helpers import engine_of
 
 
 def _k_lin(x, z):
@@ -176,7 +177,7 @@ def test_compiled_step_matches_numpy_reference(loss, regularizer, gamma):
     for xs, ys in zip(X, Ys):
         model.learn_one(xs, ys)
         ref.learn(xs, [model._labels.index[y] for y in ys], len(model.classes_))
-        eng = model._engine
+        eng = engine_of(model)
         F, n, Y = eng.n_kernels, eng.n_support, eng.n_labels
         assert n == len(ref.X)
         coef = eng.buf.coef[:n] * eng.sigma[:F]
@@ -205,8 +206,8 @@ def test_gamma_auto_uses_the_sequence_loss_at_zero():
         model.learn_one(xs, ys)
     mean_len = np.mean([len(y) for y in Ys])
     # appendix E: ||theta*|| <= sqrt(2 L(0) / lam), L(0) = cost * mean length for the structured hinge
-    assert model._engine.hyper[7] == pytest.approx(math.sqrt(2 * 2.0 * mean_len / 0.02))
+    assert engine_of(model).hyper[7] == pytest.approx(math.sqrt(2 * 2.0 * mean_len / 0.02))
     crf = SequenceMKLLabeler(kernels=(RBF(gamma=0.3),), loss="crf", lam=0.02)
     for xs, ys in zip(X, Ys):
         crf.learn_one(xs, ys)
-    assert crf._engine.hyper[7] == pytest.approx(math.sqrt(2 * math.log(3) * mean_len / 0.02))
+    assert engine_of(crf).hyper[7] == pytest.approx(math.sqrt(2 * math.log(3) * mean_len / 0.02))

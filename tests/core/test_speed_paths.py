@@ -23,6 +23,7 @@ from onlinemkl._core.state import Query, Rows
 from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
+from _helpers import engine_of
 
 KERNEL_SETS = {
     "default": None,
@@ -139,7 +140,7 @@ def test_decision_function_equals_per_example_scores(classes, budget):
     X, y = _blobs(classes=classes)
     clf = OBSCUREClassifier(budget=budget, switch_after=100, random_state=0).partial_fit(
         X, y, classes=np.arange(classes))
-    eng = clf._engine
+    eng = engine_of(clf)
     batch = eng.scores_many(X, block=64)  # several blocks
     loop = np.array([eng.scores_one(np.ascontiguousarray(r)) for r in X])
     np.testing.assert_allclose(batch, loop, rtol=1e-12, atol=1e-12)
@@ -153,8 +154,8 @@ def test_serial_and_parallel_learn_identical(monkeypatch):
     for threshold in (10**12, 0):
         monkeypatch.setattr(_config, "PARALLEL_MIN_ROWS", threshold)
         clf = OBSCUREClassifier(switch_after=120, random_state=0).partial_fit(X, y, classes=[0, 1, 2])
-        b = clf._engine.buf
-        out.append((clf._engine.theta_sq.copy(), b.coef.copy(), clf._engine.fstate.copy()))
+        b = engine_of(clf).buf
+        out.append((engine_of(clf).theta_sq.copy(), b.coef.copy(), engine_of(clf).fstate.copy()))
     for a, b in zip(*out):  # the same sums in the same block order; compiled apart, so within rounding
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
@@ -210,7 +211,7 @@ def test_river_row_fast_path_same_rules():
         with pytest.raises((ValueError, TypeError)):
             model.learn_one({"new": 1.0, "a": bad}, "u")
         assert len(model._features) == n
-        assert model._engine.n_features == n
+        assert engine_of(model).n_features == n
 
 
 def test_fit_precomputed_equals_fit_in_smallest_blocks(monkeypatch):
@@ -219,7 +220,7 @@ def test_fit_precomputed_equals_fit_in_smallest_blocks(monkeypatch):
     fast = OBSCUREClassifier(random_state=1, stage1_epochs=2, stage2_epochs=2).fit(X, y)
     monkeypatch.setattr(_ob, "KERNEL_CACHE_BYTES", 0)
     slow = OBSCUREClassifier(random_state=1, stage1_epochs=2, stage2_epochs=2).fit(X, y)
-    np.testing.assert_allclose(fast._engine.theta_sq, slow._engine.theta_sq, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(engine_of(fast).theta_sq, engine_of(slow).theta_sq, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(fast.decision_function(X), slow.decision_function(X), rtol=1e-9, atol=1e-10)
     assert fast.n_support_ == slow.n_support_
 
@@ -232,7 +233,7 @@ def test_scores_many_equals_scores_one_mixed_kernels(kset):
     X = rng.normal(size=(260, 7))
     y = (X[:, 0] + X[:, 4] > 0).astype(int) + (X[:, 6] > 0.8).astype(int)
     clf = OBSCUREClassifier(kernels=KERNEL_SETS[kset], switch_after=100).partial_fit(X, y, classes=[0, 1, 2])
-    eng = clf._engine
+    eng = engine_of(clf)
     # Fresh queries: at a query equal to a stored row the squared distance is 0 up to the
     # rounding of |x|^2 + |s|^2 - 2 x.s, and the B-spline's sqrt magnifies that (1e-16 -> 1e-8)
     # in both paths alike; that is the formula's conditioning, not a batch/loop difference.

@@ -12,6 +12,7 @@ from onlinemkl import (NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRegresso
 from onlinemkl.engine import Engine
 from onlinemkl.features import FeatureMap, LabelMap
 from onlinemkl.kernels import RBF, Linear
+from _helpers import engine_of
 
 KERNELS = (RBF(gamma=0.5), Linear())
 
@@ -68,7 +69,7 @@ def _same_state(a, b):
 @pytest.mark.parametrize("name", sorted(FACES))
 def test_engine_state_is_complete(name):
     model, probe = _fitted(name)
-    engine = model._engine
+    engine = engine_of(model)
     assert isinstance(engine, Engine)
     params, arrays = engine.get_state()
     assert all(isinstance(v, np.ndarray) for v in arrays.values())
@@ -86,7 +87,7 @@ def test_engine_state_is_complete(name):
 @pytest.mark.parametrize("name", sorted(FACES))
 def test_set_state_refuses_a_wrong_dtype_and_leaves_no_half_state(name):
     model, _ = _fitted(name)
-    engine = model._engine
+    engine = engine_of(model)
     params, arrays = engine.get_state()
     key = sorted(arrays)[0]
     bad = dict(arrays, **{key: arrays[key].astype(np.complex128)})
@@ -129,3 +130,18 @@ def test_feature_map_orders_and_label_map_encodes():
         lm.encode(np.array(["z"]))
     with pytest.raises(ValueError, match="twice"):
         LabelMap(["a", "a"])
+
+
+@pytest.mark.parametrize("name", ["obscure", "proximal-classifier", "proximal-regressor", "sequence"])
+def test_budgeted_engines_count_their_steps_and_evictions(name):
+    # a budget of 10 under 60 examples (60 sequences of 4 positions) must evict
+    model = FACES[name]().set_params(budget=10)
+    X, yc, yr = _data()
+    if name == "sequence":
+        model.fit(*_sequences(n=60))
+    else:
+        model.fit(X[:60], (yc if name != "proximal-regressor" else yr)[:60])
+    engine = engine_of(model)
+    assert engine.evictions > 0 and engine.n_support <= 10
+    if name == "obscure":
+        assert engine.clock >= 60  # stage 1 and stage 2 steps, replayed ones included

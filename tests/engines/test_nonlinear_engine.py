@@ -7,6 +7,7 @@ import pytest
 
 import naive_polymkl as nv
 from onlinemkl import NonlinearKRRRegressor
+from _helpers import engine_of
 
 
 def _data(n=60, p=3, seed=0):
@@ -29,7 +30,7 @@ def test_algorithm1_decreases_objective_and_stops(norm, d):
     obj = m.objective_
     assert np.all(np.diff(obj) <= 1e-12 * obj[0])  # monotone with the line search
     assert obj[-1] < obj[0]
-    assert m._engine.n_iter_ < 100  # ||mu' - mu|| < epsilon reached
+    assert engine_of(m).n_iter_ < 100  # ||mu' - mu|| < epsilon reached
     nrm = np.linalg.norm(m.mu_, 1 if norm == "l1" else 2)
     assert nrm == pytest.approx(2.0, rel=1e-9) and np.all(m.mu_ >= 0)
 
@@ -43,7 +44,7 @@ def test_tol_stops_near_the_full_runs_objective():
     full = NonlinearKRRRegressor(tol=0.0, max_iter=60).fit(X, y)
     tol = 1e-4
     fast = NonlinearKRRRegressor(tol=tol, max_iter=60).fit(X, y)
-    assert fast._engine.n_iter_ < full._engine.n_iter_ / 2  # without the rule mu keeps creeping
+    assert engine_of(fast).n_iter_ < engine_of(full).n_iter_ / 2  # without the rule mu keeps creeping
     F_full, F_fast = full.objective_[-1], fast.objective_
     assert (F_fast[-2] - F_fast[-1]) <= tol * F_fast[-2]  # stopped by the rule
     assert np.all(np.diff(F_fast[:-1]) < -tol * F_fast[:-2])  # and not before
@@ -76,11 +77,11 @@ def test_partial_fit_warm_starts_mu_and_keeps_window():
     mu1 = m.mu_
     m.partial_fit(X[30:60], y[30:60])
     assert m.n_support_ == 40
-    np.testing.assert_array_equal(m._engine.Xw, X[20:60])
+    np.testing.assert_array_equal(engine_of(m).Xw, X[20:60])
     # warm start: a batch without iterations keeps mu from the previous batch
     mu2 = m.mu_
-    assert not np.allclose(mu2, m._engine.initial_mu(4))
-    m._engine.max_iter = 0
+    assert not np.allclose(mu2, engine_of(m).initial_mu(4))
+    engine_of(m).max_iter = 0
     m.partial_fit(X[60:], y[60:])
     np.testing.assert_allclose(m.mu_, mu2, rtol=1e-12)
     assert not np.allclose(mu1, mu2)  # the second batch moved mu

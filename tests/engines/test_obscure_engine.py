@@ -13,6 +13,7 @@ from onlinemkl.obscure import _fit as obscure_fit
 from onlinemkl._core.state import LabelledRows
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.obscure.engine import ObscureEngine, default_eta, hinge_losses
+from _helpers import engine_of
 
 D = 6
 
@@ -103,10 +104,10 @@ def test_incremental_norms_equal_recomputation_with_budget(n_classes, eviction):
     for start in range(0, 500, 50):
         clf.partial_fit(X[start:start + 50], y[start:start + 50], classes=classes)
         assert clf.n_support_ <= budget
-        assert clf._engine.buf.capacity <= budget
-        recomputed_matches(clf._engine)
-    eng = clf._engine
-    assert clf.stage_ == 2 and eng.istate[co.I_EVICTIONS] > 100 and eng.fstate[co.F_SCALE] != 1.0
+        assert engine_of(clf).buf.capacity <= budget
+        recomputed_matches(engine_of(clf))
+    eng = engine_of(clf)
+    assert clf.stage_ == 2 and eng.evictions > 100 and eng.fstate[co.F_SCALE] != 1.0
     # fold the lazy scale: the model, and the norms against recomputation, do not change
     before = clf.decision_function(X[:40])
     cb.fold_scales(eng.n_support, eng.buf.coef, eng.fstate[co.F_SCALE:co.F_SCALE + 1], eng.theta_sq)
@@ -119,7 +120,7 @@ def test_automatic_fold_of_an_extreme_scale():
     """When the lazy scale drifts past 1e-100 the step folds it; norms stay exact."""
     X, y = make_data(200, 3, seed=4)
     clf = OBSCUREClassifier(kernels=KERNELS, p=1.5, budget=40, switch_after=100).partial_fit(X, y, classes=[0, 1, 2])
-    eng = clf._engine
+    eng = engine_of(clf)
     before = clf.decision_function(X[:20])
     # the same model, represented with scale 1e-101 and coefficients 1e101 larger
     eng.fstate[co.F_SCALE] *= 1e-101
@@ -136,15 +137,15 @@ def test_fit_with_bspline_norms_equal_recomputation():
     distance is summed directly, not expanded from the norms: that left K(x, x) = 1 - ~1e-8)."""
     X, y = make_data(300, 3, seed=8)
     clf = OBSCUREClassifier(kernels=KERNELS, budget=20, random_state=0).fit(X, y)
-    recomputed_matches(clf._engine, rtol=1e-11)
+    recomputed_matches(engine_of(clf), rtol=1e-11)
 
 
 def test_n_support_never_exceeds_budget_in_fit():
     X, y = make_data(300, 3, seed=8)
     for eviction in ("oldest", "least_impact"):
         clf = OBSCUREClassifier(kernels=KERNELS, budget=20, eviction=eviction, random_state=0).fit(X, y)
-        assert clf.n_support_ <= 20 and clf._engine.buf.capacity <= 20
-        recomputed_matches(clf._engine)  # ~2800 evictions; measured agreement 1e-14
+        assert clf.n_support_ <= 20 and engine_of(clf).buf.capacity <= 20
+        recomputed_matches(engine_of(clf))  # ~2800 evictions; measured agreement 1e-14
 
 
 def test_stage1_finite_updates_on_separable_data():
@@ -168,9 +169,9 @@ def test_stage1_finite_updates_on_separable_data():
     bound = q * (2 / eta + L ** 2) * (1 / 0.2) ** 2
     updates_per_pass = []
     for _ in range(30):
-        before = int(clf._engine.istate[co.I_UPDATES]) if hasattr(clf, "_engine") else 0
+        before = int(engine_of(clf).istate[co.I_UPDATES]) if hasattr(clf, "_engine") else 0
         clf.partial_fit(X, y, classes=[0, 1])
-        updates_per_pass.append(int(clf._engine.istate[co.I_UPDATES]) - before)
+        updates_per_pass.append(int(engine_of(clf).istate[co.I_UPDATES]) - before)
         if updates_per_pass[-1] == 0:
             break
     assert updates_per_pass[-1] == 0, updates_per_pass
@@ -178,7 +179,7 @@ def test_stage1_finite_updates_on_separable_data():
     # and it stays converged: every training example has margin > 1, a further pass changes nothing
     assert np.all((2 * y - 1) * clf.decision_function(X) > 1.0)
     clf.partial_fit(X, y)
-    assert int(clf._engine.istate[co.I_UPDATES]) == sum(updates_per_pass)
+    assert int(engine_of(clf).istate[co.I_UPDATES]) == sum(updates_per_pass)
     # fit's stage 1 stops at the first epoch without a margin error on the same data
     f = OBSCUREClassifier(kernels=kernels, p=p, stage1_epochs=50, stage2_epochs=0, random_state=0).fit(X, y)
     assert f.stage1_updates_ <= bound
@@ -210,7 +211,7 @@ def test_multiple_cues_sparse_weights_select_the_informative_kernel():
 
 def objective(clf, X, y):
     """``lambda/2 ||w||_{2,p}^2 + mean hinge`` (eq. 5) of a fitted classifier."""
-    eng = clf._engine
+    eng = engine_of(clf)
     yi = np.searchsorted(clf.classes_, y)
     if eng.binary:
         yi = 2 * yi - 1
@@ -286,7 +287,7 @@ def test_fit_stage2_epochs_auto_counts_classes():
     for n_classes, epochs in ((2, 5), (3, 5), (4, 10)):
         yk = np.arange(60) % n_classes
         clf = OBSCUREClassifier(kernels=KERNELS, random_state=0).fit(X, yk)
-        assert clf._engine.istate[co.I_T] == epochs * 60
+        assert engine_of(clf).istate[co.I_T] == epochs * 60
 
 
 @pytest.mark.accuracy
@@ -309,13 +310,13 @@ def test_budget_keeps_arrays_bounded_on_a_long_stream():
         X = rng.normal(size=(1000, D))
         y = (np.floor(X[:, 0] * 2 + rng.normal(size=1000)) % 3).astype(int)  # noisy: updates never stop
         clf.partial_fit(X, y, classes=[0, 1, 2])
-        eng = clf._engine
+        eng = engine_of(clf)
         assert clf.n_support_ <= budget
         shapes.add(tuple(getattr(eng.buf, f).shape for f in ("S", "ssq", "sdiag", "ypos", "yneg", "coef", "tstamp"))
                    + (eng.g.shape, eng.scores.shape, eng.krow.shape))
-    eng = clf._engine
+    eng = engine_of(clf)
     assert eng.buf.capacity <= budget and eng.buf.S.shape[1] <= 2 * D
     assert eng.buf.nbytes() <= budget * (2 * D + 1 + 3 + 4 + 1) * 8
-    assert eng.istate[co.I_EVICTIONS] > 10000 and clf.stage_ == 2
+    assert eng.evictions > 10000 and clf.stage_ == 2
     assert len(shapes) == 1, shapes  # the arrays stopped growing after the first 1000 examples
     recomputed_matches(eng)  # > 10^4 evictions, still exact to rounding

@@ -13,6 +13,7 @@ import pytest
 import naive_polymkl as nv
 from onlinemkl import PolyMKLRegressor, load
 from onlinemkl.kernels import RBF, Linear
+from _helpers import engine_of
 
 
 def _data(n=60, p=4, seed=0):
@@ -24,7 +25,7 @@ def _data(n=60, p=4, seed=0):
 
 def _naive_state(model, X, y):
     """Recompute K_theta (predictor weights) and alpha from the stored multi-indices, in plain numpy."""
-    eng = model._engine
+    eng = engine_of(model)
     F = np.hstack([np.ones((X.shape[0], 1)), X]) if eng.base.kernels is None else None
     Ks = nv.factor_kernels(F) if F is not None else None
     theta = {tuple(int(v) for v in row if v >= 0): t for row, t in zip(eng.Z, eng.theta_pred)}
@@ -40,7 +41,7 @@ def test_incremental_state_equals_recomputation(solver, iterate):
     X, y = _data()
     m = PolyMKLRegressor(degree=3, n_iter=30, solver=solver, iterate=iterate, lam=1e-3, standardize=False, tol=1e-12,
                          random_state=0).fit(X, y)
-    eng = m._engine
+    eng = engine_of(m)
     K, alpha, theta = _naive_state(m, X, y)
     np.testing.assert_allclose(eng.alpha_pred, alpha, rtol=1e-6, atol=1e-8)
     assert np.all(eng.theta >= 0) and np.linalg.norm(eng.theta) <= 1.0 + 1e-12
@@ -57,7 +58,7 @@ def test_first_step_is_algorithm2_with_algorithm3_sample():
     lam, eta = 1e-2, 0.7
     m = PolyMKLRegressor(degree=2, n_iter=1, eta=eta, lam=lam, iterate="last", standardize=False, tol=1e-13,
                          solver="stochastic", random_state=5).fit(X, y)
-    eng = m._engine
+    eng = engine_of(m)
     ((I,),) = [m.multi_indices_]
     n = X.shape[0]
     yc = y - y.mean()
@@ -94,7 +95,7 @@ def test_rbf_base_kernels_run_and_reduce_objective():
 def test_objective_decreases_and_learns_monomials():
     X, y = _data(n=200, p=5, seed=1)
     m = PolyMKLRegressor(degree=3, n_iter=150, lam=1e-4, random_state=0).fit(X[:150], y[:150])
-    eng = m._engine
+    eng = engine_of(m)
     zero = eng.objective(np.zeros_like(eng.theta))
     assert eng.objective() < 0.5 * zero
     mse = np.mean((m.predict(X[150:]) - y[150:]) ** 2)
@@ -118,14 +119,14 @@ def test_partial_fit_window_and_warm_start():
     X, y = _data(n=90)
     m = PolyMKLRegressor(degree=2, n_iter=10, budget=50, random_state=0)
     m.partial_fit(X[:30], y[:30])
-    first = dict(zip(m.multi_indices_, m._engine.theta))
+    first = dict(zip(m.multi_indices_, engine_of(m).theta))
     m.partial_fit(X[30:60], y[30:60])
     assert m.n_support_ == 50
-    np.testing.assert_array_equal(m._engine.Xw, X[10:60])
+    np.testing.assert_array_equal(engine_of(m).Xw, X[10:60])
     # warm start: the second batch keeps every multi-index of the first
     assert set(first) <= set(m.multi_indices_)
     m.partial_fit(X[60:], y[60:])
-    np.testing.assert_array_equal(m._engine.Xw, X[40:])
+    np.testing.assert_array_equal(engine_of(m).Xw, X[40:])
 
 
 def test_fit_equals_partial_fit_in_budget_chunks():
@@ -204,7 +205,7 @@ def test_active_solver_is_optimal_over_its_active_set():
     X = rng.uniform(-1, 1, size=(200, 6))
     y = X[:, 0] * X[:, 1] + X[:, 2] ** 3 + 0.1 * rng.normal(size=200)
     m = PolyMKLRegressor(degree=3, random_state=0).fit(X, y)
-    eng = m._engine
+    eng = engine_of(m)
     Z, yc, _ = eng.scaled_window()
     Fb = eng.base.factor(Z)
     G = np.column_stack([np.prod(Fb[:, list(k)], axis=1) for k in m.multi_indices_])

@@ -27,6 +27,7 @@ from onlinemkl.persist import load, save
 from onlinemkl.proximal import ProximalMKLClassifier, ProximalMKLRegressor
 from onlinemkl.river import ProximalMKLClassifier as RiverClassifier
 from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
+from _helpers import engine_of
 
 KERNELS = (RBF(gamma_scale=1.0, group=(0, 1, 2)), Linear(group=(3, 4, 5)), Polynomial(degree=2, normalize=True),
            Laplacian(gamma_scale=0.5, group=(1, 4)))
@@ -118,14 +119,14 @@ def test_cached_records_follow_every_reallocation():
     for i in range(300):
         x = {f"f{j}": float(v) for j, v in enumerate(rng.normal(size=2 + i // 60))}
         model.learn_one(x, int(i % (2 + i // 100)))
-        assert _records_are_current(model._engine), f"example {i}"
+        assert _records_are_current(engine_of(model)), f"example {i}"
         model.predict_one(x)
-    eng = model._engine
+    eng = engine_of(model)
     assert eng.buf.capacity > 64 and eng.n_features > 2 and eng.n_outputs > 2
     other = RiverClassifier(kernels=(RBF(gamma_scale=1.0), Linear()), explicit_groups=(None,))
     other.learn_one({"f0": 0.0}, 0)
-    other._engine.set_state(*eng.get_state())
-    assert _records_are_current(other._engine)
+    engine_of(other).set_state(*eng.get_state())
+    assert _records_are_current(engine_of(other))
 
 
 @pytest.mark.parametrize("eviction", ["oldest", "least_impact"])
@@ -138,7 +139,7 @@ def test_incremental_norms_and_lazy_scales_match_recomputation(eviction):
     eng.set_features(D)
     for i in range(300):
         eng.learn(X[i], int(y[i]))
-    assert eng.istate[_cf.I_EVICTIONS] > 100
+    assert eng.evictions > 100
     assert not np.allclose(eng.sigma, 1.0)  # lazy scales are in use
     assert _close(eng.theta_sq, eng.recompute_theta_sq())
     folded = copy.deepcopy(eng)
@@ -192,7 +193,7 @@ def test_current_and_averaged_models_match_recomputation_after_many_evictions(ev
             assert _close(eng.beta[:n, :eng.n_outputs], ref.beta), f"step {i}"
             assert _close(eng.group_norms(), ref.norms()), f"step {i}"
             assert _close(eng.theta_sq, eng.recompute_theta_sq()), f"step {i}"
-    assert eng.istate[_cf.I_EVICTIONS] > 200
+    assert eng.evictions > 200
     assert (ref.n_merges > 100) == (loss != "logistic")  # dense multinomial class vectors are rarely parallel
     Xt = np.random.default_rng(3).normal(size=(5, D))
     assert _close(eng.scores_many(Xt, average=True), [ref.scores(x, average=True) for x in Xt])
@@ -249,7 +250,7 @@ def test_budgeted_digits_held_out_accuracy(average):
     partner) gives 0.814 / 0.828: removing heavy examples shifts whole classes' scores."""
     Xtr, Xte, ytr, yte = _digits_halves()
     clf = C(budget=200, average=average, random_state=0).fit(Xtr, ytr)
-    assert clf._engine.istate[_cf.I_EVICTIONS] > 200
+    assert engine_of(clf).evictions > 200
     assert clf.score(Xte, yte) >= 0.85
 
 
@@ -357,7 +358,7 @@ def test_group_lasso_zeroes_noise_groups_and_keeps_the_relevant_one():
             clf.partial_fit(X[i:i + 1], y[i:i + 1], classes=[0, 1])
             if i >= 300:
                 z, w = clf.zero_groups_, clf.kernel_weights_
-                assert np.array_equal(z, clf._engine.group_norms() == 0.0)
+                assert np.array_equal(z, engine_of(clf).group_norms() == 0.0)
                 assert np.all(w[z] == 0.0) and w.sum() == pytest.approx(1.0)
                 zero.append(z)
                 weights.append(w)
@@ -434,7 +435,7 @@ def test_state_saved_before_group_steps_loads_and_learns_with_the_parameter():
     arrays = dict(arrays, hyper=arrays["hyper"][:_cf.H_GROUP_STEPS].copy())
     old = RiverRegressor()
     old._set_state(state, arrays)
-    assert old._engine.hyper.shape == model._engine.hyper.shape
+    assert engine_of(old).hyper.shape == engine_of(model).hyper.shape
     for x, y in data[100:]:
         assert model.predict_one(x) == old.predict_one(x)
         model.learn_one(x, y)
@@ -578,9 +579,9 @@ def test_auto_eta0_doubles_once_more_than_three_classes_are_known(eta0, few, man
     for i in range(60):
         y = i % (3 if i < 30 else 5)  # a fourth class first at i = 33
         model.learn_one({"a": float(rng.normal() + y), "b": float(rng.normal())}, y)
-        assert model._engine.hyper[_cf.H_ETA0] == (few if i < 33 else many), i
+        assert engine_of(model).hyper[_cf.H_ETA0] == (few if i < 33 else many), i
     save(model, tmp_path / "m.omkl")
-    assert load(tmp_path / "m.omkl")._engine.hyper[_cf.H_ETA0] == many
+    assert engine_of(load(tmp_path / "m.omkl")).hyper[_cf.H_ETA0] == many
 
 
 def test_auto_eta0_is_for_classifiers_only():

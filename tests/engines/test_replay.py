@@ -15,6 +15,7 @@ from onlinemkl.proximal import _step as _cf
 from onlinemkl.obscure import _step as _co
 from onlinemkl._replay import MAX_VALUES, ReplayMemory
 from onlinemkl.river import OBSCUREClassifier
+from _helpers import engine_of
 
 
 def test_the_reservoir_holds_a_uniform_sample_of_the_stream():
@@ -82,16 +83,16 @@ def test_replay_steps_follow_margin_errors_only():
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(300, 4)), rng.integers(0, 3, 300)
     clf = _engine_model(replay=4)
-    e = clf._engine
+    e = engine_of(clf)
     errors = 0
     for i in range(300):
         alone = copy.deepcopy(e)  # the example's own step, without replay
         alone.learn(X[i], int(y[i]))
         err = bool(alone.istate[_co.I_CLEAN_RUN] == 0)
-        before, held = int(e.istate[_co.I_CLOCK]), e.replay.size
+        before, held = e.clock, e.replay.size
         e.stream_learn(X[i], int(y[i]), None)
         # one step per example, plus exactly `replay` after a margin error (once the memory holds any)
-        assert int(e.istate[_co.I_CLOCK]) - before == (5 if err and held else 1)
+        assert e.clock - before == (5 if err and held else 1)
         errors += err
     assert 0 < errors < 300 and e.replay.seen == 303
 
@@ -102,8 +103,8 @@ def test_switch_after_counts_stream_examples_not_replayed_steps():
     model = OBSCUREClassifier(loss="hinge", switch_after=100, replay=5)
     for i in range(120):
         model.learn_one({f"x{j}": v for j, v in enumerate(X[i])}, bool(y[i] > 0))
-        assert model._engine.stage == (2 if i + 1 >= 100 else 1)
-    assert model._engine.istate[_co.I_CLOCK] > 120  # replay did take steps
+        assert engine_of(model).stage == (2 if i + 1 >= 100 else 1)
+    assert engine_of(model).clock > 120  # replay did take steps
 
 
 def test_lambda_at_the_switch_uses_the_stream_length():
@@ -111,7 +112,7 @@ def test_lambda_at_the_switch_uses_the_stream_length():
     model = OBSCUREClassifier(loss="hinge", switch_after=80, C=2.0)
     for i in range(80):
         model.learn_one({"a": rng.normal(), "b": rng.normal()}, bool(i % 2))
-    assert model._engine.hyper[_co.H_LAM] == pytest.approx(1.0 / (2.0 * 80))
+    assert engine_of(model).hyper[_co.H_LAM] == pytest.approx(1.0 / (2.0 * 80))
 
 
 def _phishing(n):
@@ -124,8 +125,8 @@ def test_a_saved_state_continues_identically_replay_memory_included():
     for x, y in data[:150]:
         a.learn_one(x, y)
     b = copy.deepcopy(a)  # through get_state / set_state
-    assert np.array_equal(a["OBSCUREClassifier"]._engine.replay.counters,
-                          b["OBSCUREClassifier"]._engine.replay.counters)
+    assert np.array_equal(engine_of(a["OBSCUREClassifier"]).replay.counters,
+                          engine_of(b["OBSCUREClassifier"]).replay.counters)
     for x, y in data[150:]:
         a.learn_one(x, y)
         b.learn_one(x, y)
@@ -135,7 +136,7 @@ def test_a_saved_state_continues_identically_replay_memory_included():
 
 def test_a_state_with_inconsistent_replay_arrays_is_refused():
     clf = _engine_model(replay=2)
-    e = clf._engine
+    e = engine_of(clf)
     for i in range(20):
         e.stream_learn(np.random.default_rng(i).normal(size=4), i % 3, None)
     params, arrays = e.get_state()
@@ -177,7 +178,7 @@ def _budget_against_none(train, test, budget=500, seeds=(0,)):
         runs = []
         for seed in seeds:
             clf = OBSCUREClassifier(**kw)
-            clf._engine.replay.counters[1] = _splitmix64(seed)[1]  # as ReplayMemory(seed=seed)
+            engine_of(clf).replay.counters[1] = _splitmix64(seed)[1]  # as ReplayMemory(seed=seed)
             model = preprocessing.StandardScaler() | clf
             preq = _prequential(model, train)
             runs.append((preq, float(np.mean([model.predict_one(x) == y for x, y in test]))))
@@ -214,16 +215,16 @@ def test_auto_replay_takes_ten_steps_once_more_than_three_classes_are_known(kw, 
     classes; no replay with ``eviction='oldest'``.  Steps are read off the step clock."""
     rng = np.random.default_rng(3)
     model = OBSCUREClassifier(**kw)
-    e = model._engine
+    e = engine_of(model)
     seen = {False: set(), True: set()}  # more than three classes known?
     for i in range(400):
         n_known = 3 if i < 200 else 5
         y = int(rng.integers(n_known))
         x = {f"x{j}": float(v) for j, v in enumerate(rng.normal(size=4) + y)}
-        before = int(e.istate[_co.I_CLOCK])
+        before = e.clock
         model.learn_one(x, y)
         if e.istate[_co.I_CLEAN_RUN] == 0 and i > 10:  # a margin error: 1 + the replayed steps
-            seen[len(model._labels) > 3].add(int(e.istate[_co.I_CLOCK]) - before - 1)
+            seen[len(model._labels) > 3].add(e.clock - before - 1)
     assert seen[False] == {few} and seen[True] == {many}, seen
 
 
@@ -259,7 +260,7 @@ def test_replayed_regression_targets_do_not_count_as_new_targets():
     for i in range(200):
         x = {"a": rng.normal(), "b": rng.normal()}
         model.learn_one(x, 10.0 + 3.0 * x["a"])
-    e = model._engine
+    e = engine_of(model)
     assert e.ystats[0] == 200 and e.replay.seen == 200
     assert e.replay.labels.dtype == np.float64 and np.all(np.abs(e.replay.labels - 10.0) < 20.0)
 
@@ -293,7 +294,7 @@ def test_replay_under_a_budget_stored_rows_then_the_reservoir():
     than the budget, and the incremental norms equal to their recomputation."""
     model = OBSCUREClassifier(budget=20, replay=4)
     clock, evictions = _co.I_CLOCK, _co.I_EVICTIONS
-    e = model._engine
+    e = engine_of(model)
     scaler = preprocessing.StandardScaler()
     room, full = [], []
     for x, y in list(datasets.ImageSegments())[:400]:
@@ -324,9 +325,9 @@ def test_two_classes_replay_the_reservoir_before_the_budget_as_without_one(loss)
         assert a.predict_proba_one(x) == b.predict_proba_one(x)
         a.learn_one(x, y)
         b.learn_one(x, y)
-    ea, eb = a["OBSCUREClassifier"]._engine, b["OBSCUREClassifier"]._engine
+    ea, eb = engine_of(a["OBSCUREClassifier"]), engine_of(b["OBSCUREClassifier"])
     assert 100 < eb.n_support < 400 and eb.n_support == ea.n_support
-    assert ea.istate[_co.I_CLOCK] > 500 and np.array_equal(ea.istate, eb.istate)  # replay ran
+    assert ea.clock > 500 and np.array_equal(ea.istate, eb.istate)  # replay ran
     np.testing.assert_array_equal(ea.buf.coef[:ea.n_support], eb.buf.coef[:eb.n_support])
 
 
@@ -354,7 +355,7 @@ def test_the_proximal_classifier_replays_once_its_budget_is_full():
     from onlinemkl.river import ProximalMKLRegressor
 
     model = preprocessing.StandardScaler() | _budgeted("proximal", budget=20)
-    e = model["ProximalMKLClassifier"]._engine
+    e = engine_of(model["ProximalMKLClassifier"])
     assert e.replay.steps == 5
     before_full, at_full = [], []
     for x, y in _phishing(400):
@@ -364,12 +365,12 @@ def test_the_proximal_classifier_replays_once_its_budget_is_full():
             (at_full if n == 20 else before_full).append(int(e.istate[_cf.I_T]) - t)
         assert e.n_support <= 20
     assert set(before_full) == {1} and len(before_full) >= 20
-    assert max(at_full) == 6 and at_full.count(6) > 20 and e.istate[_cf.I_EVICTIONS] > 100
+    assert max(at_full) == 6 and at_full.count(6) > 20 and e.evictions > 100
     assert e.replay.size > 20
     np.testing.assert_allclose(e.recompute_theta_sq(), e.theta_sq, rtol=1e-8, atol=1e-12)
 
     reg = ProximalMKLRegressor(budget=20, replay=2)
-    r = reg._engine
+    r = engine_of(reg)
     steps = {False: set(), True: set()}
     for i in range(80):
         full, t = r.n_support == 20, int(r.istate[_cf.I_T])
@@ -395,19 +396,19 @@ def test_a_saved_budgeted_model_continues_identically(face):
 def test_auto_replay_steps():
     from onlinemkl.river import ProximalMKLClassifier, ProximalMKLRegressor
 
-    assert OBSCUREClassifier()._engine.replay.steps == 5
-    assert OBSCUREClassifier(budget=500)._engine.replay.steps == 5
-    assert OBSCUREClassifier(budget=500, replay=2)._engine.replay.steps == 2
-    assert ProximalMKLClassifier()._engine.replay.steps == 5
+    assert engine_of(OBSCUREClassifier()).replay.steps == 5
+    assert engine_of(OBSCUREClassifier(budget=500)).replay.steps == 5
+    assert engine_of(OBSCUREClassifier(budget=500, replay=2)).replay.steps == 2
+    assert engine_of(ProximalMKLClassifier()).replay.steps == 5
     # proximal MKL replays its reservoir once the buffer is full (stored-row replay merged badly)
-    assert ProximalMKLClassifier(budget=100)._engine.replay.steps == 5
-    assert ProximalMKLClassifier(budget=100, eviction="oldest")._engine.replay.steps == 0
-    assert ProximalMKLRegressor(budget=100, replay="auto")._engine.replay.steps == 0
+    assert engine_of(ProximalMKLClassifier(budget=100)).replay.steps == 5
+    assert engine_of(ProximalMKLClassifier(budget=100, eviction="oldest")).replay.steps == 0
+    assert engine_of(ProximalMKLRegressor(budget=100, replay="auto")).replay.steps == 0
     clf = SkOBSCURE(budget=50).partial_fit(np.eye(3), [0, 1, 2], classes=[0, 1, 2])
-    assert clf._engine.replay.steps == 5
+    assert engine_of(clf).replay.steps == 5
     # a sliding window would drop the rows replay has made heavy
-    assert OBSCUREClassifier(budget=500, eviction="oldest")._engine.replay.steps == 0
-    assert OBSCUREClassifier(budget=500, eviction="oldest", replay=2)._engine.replay.steps == 2
+    assert engine_of(OBSCUREClassifier(budget=500, eviction="oldest")).replay.steps == 0
+    assert engine_of(OBSCUREClassifier(budget=500, eviction="oldest", replay=2)).replay.steps == 2
 
 
 @pytest.mark.accuracy
@@ -474,21 +475,21 @@ def test_replayed_updates_add_to_the_stored_row_and_change_nothing_else():
     data = list(datasets.ImageSegments())[:400]
     merged = preprocessing.StandardScaler() | OBSCUREClassifier()
     plain = preprocessing.StandardScaler() | OBSCUREClassifier()
-    mem = plain["OBSCUREClassifier"]._engine.replay
+    mem = engine_of(plain["OBSCUREClassifier"]).replay
     held = mem.held
     mem.held = lambda n_features: held(n_features)[:2] + (np.full(2 * mem.size, -1),)  # never pass the hint
     for x, y in data:
         merged.learn_one(x, y)
         plain.learn_one(x, y)
     a, b = merged["OBSCUREClassifier"], plain["OBSCUREClassifier"]
-    assert a._engine.istate[_co.I_CLOCK] == b._engine.istate[_co.I_CLOCK]
+    assert engine_of(a).clock == engine_of(b).clock
     assert a.n_support_ < 0.85 * b.n_support_, (a.n_support_, b.n_support_)
     for x, _ in data[:100]:
         pa, pb = a.predict_proba_one(x), b.predict_proba_one(x)
         assert pa.keys() == pb.keys()
         np.testing.assert_allclose([pa[k] for k in pa], [pb[k] for k in pa], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(a._engine.theta_sq, b._engine.theta_sq, rtol=1e-9)
-    np.testing.assert_allclose(a._engine.recompute_theta_sq(), a._engine.theta_sq, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(engine_of(a).theta_sq, engine_of(b).theta_sq, rtol=1e-9)
+    np.testing.assert_allclose(engine_of(a).recompute_theta_sq(), engine_of(a).theta_sq, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("average", [False, True])
@@ -501,18 +502,18 @@ def test_proximal_replayed_updates_add_to_the_stored_row(average):
     data = list(datasets.ImageSegments())[:400]
     merged = preprocessing.StandardScaler() | ProximalMKLClassifier(average=average)
     plain = preprocessing.StandardScaler() | ProximalMKLClassifier(average=average)
-    mem = plain["ProximalMKLClassifier"]._engine.replay
+    mem = engine_of(plain["ProximalMKLClassifier"]).replay
     held = mem.held
     mem.held = lambda n_features: held(n_features)[:2] + (np.full(2 * mem.size, -1),)  # never pass the hint
     for x, y in data:
         merged.learn_one(x, y)
         plain.learn_one(x, y)
     a, b = merged["ProximalMKLClassifier"], plain["ProximalMKLClassifier"]
-    assert a._engine.n_support < 0.9 * b._engine.n_support, (a._engine.n_support, b._engine.n_support)
+    assert a.n_support_ < 0.9 * b.n_support_, (a.n_support_, b.n_support_)
     for x, _ in data[:100]:
         pa, pb = a.predict_proba_one(x), b.predict_proba_one(x)
         np.testing.assert_allclose([pa[k] for k in pa], [pb[k] for k in pa], rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(a._engine.recompute_theta_sq(), a._engine.theta_sq, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(engine_of(a).recompute_theta_sq(), engine_of(a).theta_sq, rtol=1e-8, atol=1e-12)
 
 
 def _stream_step_one_call_per_step(engine, x, yi, switch_after):
@@ -580,7 +581,7 @@ def test_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, n_classes
         a = new.stream_learn(x, int(y[i]), 120)
         b = _stream_step_one_call_per_step(old, x, int(y[i]), 120)
         assert a[1:] == b[1:]
-    assert new.istate[_co.I_CLOCK] > 200  # replay took steps
+    assert new.clock > 200  # replay took steps
     assert np.array_equal(new.istate, old.istate)
     n = new.n_support
     close = (lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-12)) if parallel else \
@@ -636,7 +637,7 @@ def test_proximal_replay_in_one_compiled_call_takes_the_same_steps(kind, params)
     X[:50, 3:] = 0.0  # the last two features arrive at example 50
     models = [ProximalMKLClassifier(**params) if kind == "classifier" else ProximalMKLRegressor(**params)
               for _ in range(2)]
-    new, old = (m._engine for m in models)
+    new, old = (engine_of(m) for m in models)
     old.stream_learn = lambda x, label: _stream_learn_one_call_per_step(old, x, label)
     for i in range(150):
         x = {f"x{j}": float(X[i, j]) for j in range(3 if i < 50 else 5)}
@@ -712,13 +713,13 @@ def test_budgeted_replay_in_one_compiled_call_takes_the_same_steps(monkeypatch, 
     clocks, evicted = [], []
     for i in range(220):
         x = _widened(engines, X, i)
-        before, ev = int(new.istate[_co.I_CLOCK]), int(new.istate[_co.I_EVICTIONS])
+        before, ev = new.clock, int(new.evictions)
         a = new.stream_learn(x, int(y[i]), 150)
         b = old.stream_learn(x, int(y[i]), 150)
         assert a[1:] == b[1:] and new.buf.capacity == old.buf.capacity
-        clocks.append(int(new.istate[_co.I_CLOCK]) - before)
-        evicted.append(int(new.istate[_co.I_EVICTIONS]) - ev)
-    assert max(clocks) == 5 and new.istate[_co.I_EVICTIONS] > 20 and new.stage == 2  # replay, evictions, stage 2
+        clocks.append(new.clock - before)
+        evicted.append(int(new.evictions) - ev)
+    assert max(clocks) == 5 and new.evictions > 20 and new.stage == 2  # replay, evictions, stage 2
     assert max(evicted) > 1  # the reservoir's replay at a full buffer evicted rows
     for name in ("rows", "labels", "where"):
         assert np.array_equal(getattr(new.replay, name), getattr(old.replay, name)), name
@@ -744,7 +745,7 @@ def test_a_reservoir_hint_names_a_row_holding_its_example(learner):
 
     rng = np.random.default_rng(5)
     model = getattr(onlinemkl.river, learner)(budget=30)
-    e = model._engine
+    e = engine_of(model)
     for i in range(600):
         y = int(rng.integers(4))
         x = {f"x{j}": float(v) for j, v in enumerate(rng.normal(size=3) + 0.7 * y)}
@@ -765,12 +766,12 @@ def test_budgeted_replay_in_one_call_on_a_real_stream():
     and the step-by-step reference predict the same probabilities bit for bit, example after example."""
     data = list(datasets.ImageSegments())[:500]
     new, old = (preprocessing.StandardScaler() | OBSCUREClassifier(budget=60) for _ in range(2))
-    e = old["OBSCUREClassifier"]._engine
+    e = engine_of(old["OBSCUREClassifier"])
     e.replay_stored_rows = lambda: _replay_stored_rows_one_call_per_step(e)
     for x, y in data:
         assert new.predict_proba_one(x) == old.predict_proba_one(x)
         new.learn_one(x, y)
         old.learn_one(x, y)
-    a, b = new["OBSCUREClassifier"]._engine, e
-    assert a.istate[_co.I_CLOCK] > 600 and np.array_equal(a.istate, b.istate)
+    a, b = engine_of(new["OBSCUREClassifier"]), e
+    assert a.clock > 600 and np.array_equal(a.istate, b.istate)
     np.testing.assert_array_equal(a.buf.coef, b.buf.coef)

@@ -21,6 +21,7 @@ from onlinemkl import SequenceMKLLabeler
 from onlinemkl.kernels import RBF, Laplacian, Linear
 from onlinemkl.persist import ModelFileError, load
 from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor
+from _helpers import engine_of
 
 #: What the default sets are patched to after saving: another count, kinds and bandwidths.
 OTHER = (RBF(gamma_scale=0.3), Linear())
@@ -115,7 +116,7 @@ def sequence_labeler():
 
 def sequence_predictions(model):
     xs, _ = sequences(8, seed=7)
-    return [model.predict_one(x) for x in xs] + model._engine.theta_sq.tolist()
+    return [model.predict_one(x) for x in xs] + engine_of(model).theta_sq.tolist()
 
 
 CASES = {
@@ -135,7 +136,7 @@ def patch_default(monkeypatch, where):
 
 
 def the_kernels(model):
-    return model._engine.ck.kernels
+    return engine_of(model).ck.kernels
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -269,7 +270,7 @@ def test_a_record_that_differs_from_a_given_kernels_parameter_is_refused(tmp_pat
     for x, y in dict_stream(40):
         model.learn_one(x, y)
     path = model.save(tmp_path / "m.omkl")
-    assert load(path)._engine.ck.kernels == kernels
+    assert engine_of(load(path)).ck.kernels == kernels
 
     def edit(meta):
         engine_params(meta)["kernels"][0]["gamma_scale"] = 2.0

@@ -14,6 +14,7 @@ import pytest
 from onlinemkl.datasets import digit_strings
 from onlinemkl.kernels import Linear, Polynomial, RBF
 from onlinemkl.sequence import SequenceMKLLabeler
+from _helpers import engine_of
 
 LIN, QUAD, GAUSS = Linear(normalize=True), Polynomial(degree=2, normalize=True), RBF(gamma=0.05)
 
@@ -90,17 +91,17 @@ def test_cached_records_follow_every_reallocation():
         L = 2 + i % 4
         xs = [{f"f{j}": float(v) for j, v in enumerate(rng.normal(size=2 + i // 20))} for _ in range(L)]
         model.learn_one(xs, [int(v) for v in rng.integers(0, 2 + i // 20, size=L)])
-        assert current(model._engine), f"sequence {i}"
+        assert current(engine_of(model)), f"sequence {i}"
         model.predict_one(xs)
     other = SequenceMKLLabeler()
     other.learn_one([{"f0": 0.0}], [0])
-    other._engine.set_state(*model._engine.get_state())
-    assert current(other._engine)
+    engine_of(other).set_state(*engine_of(model).get_state())
+    assert current(engine_of(other))
 
 
 def test_budget_and_averaged_model():
     model, X, Ys = _trained(n=40, budget=20, loss="crf", average=True)
-    eng = model._engine
+    eng = engine_of(model)
     assert eng.n_support == 20 and eng.istate[3] > 0 and eng.buf.capacity <= 20
     np.testing.assert_allclose(eng.theta_sq, eng.recompute_theta_sq(), rtol=1e-7, atol=1e-10)
     assert all(len(p) == len(y) for p, y in zip(model.predict(X), Ys))

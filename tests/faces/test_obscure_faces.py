@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from onlinemkl import OBSCUREClassifier
-from onlinemkl.obscure import _step as co
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
+from _helpers import engine_of
 
 D = 6
 
@@ -55,7 +55,7 @@ def fitted():
 
 
 def snapshot(clf, X):
-    eng = clf._engine
+    eng = engine_of(clf)
     arrays = {k: np.copy(v) for k, v in vars(eng).items() if isinstance(v, np.ndarray)}
     arrays.update({k: np.copy(v) for k, v in vars(eng.buf).items() if isinstance(v, np.ndarray)})
     return clf.decision_function(X), arrays, clf.get_params(), clf.n_features_in_, np.copy(clf.classes_)
@@ -64,7 +64,7 @@ def snapshot(clf, X):
 def assert_unchanged(clf, X, snap):
     s, arrays, params, nf, classes = snap
     assert clf.get_params() == params and clf.n_features_in_ == nf and np.array_equal(clf.classes_, classes)
-    eng = clf._engine
+    eng = engine_of(clf)
     for k, v in arrays.items():
         cur = getattr(eng, k) if hasattr(eng, k) and isinstance(getattr(eng, k), np.ndarray) else getattr(eng.buf, k)
         assert np.array_equal(cur, v), k
@@ -224,9 +224,9 @@ def test_river_budget_keeps_arrays_bounded():
     for t in range(6000):
         x = {f"f{k}": rng.normal() for k in range(4)}
         m.learn_one(x, int(x["f0"] > 0) if rng.random() > 0.2 else int(rng.random() > 0.5))
-    eng = m._engine
+    eng = engine_of(m)
     assert m.n_support_ <= 32 and eng.buf.capacity <= 32 and eng.buf.S.shape[1] <= 8
-    assert eng.istate[co.I_EVICTIONS] > 500
+    assert eng.evictions > 500
 
 
 def test_river_relative_bandwidth_frozen_once_its_group_has_features():
@@ -241,6 +241,6 @@ def test_river_relative_bandwidth_frozen_once_its_group_has_features():
         if t >= 100:
             x["d"] = rng.normal()  # a new feature: RBF() must keep gamma = 1/2 (resolved on the first example)
         m.learn_one(x, int(x["a"] > 0))
-    eng = m._engine
+    eng = engine_of(m)
     assert eng.ck.params[0, 0] == 0.5
     recomputed_matches(eng)

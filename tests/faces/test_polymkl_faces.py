@@ -55,6 +55,7 @@ def test_predict_before_fit_raises():
 
 
 from onlinemkl import NonlinearKRRRegressor  # noqa: E402
+from _helpers import engine_of
 
 
 def _whole_state(model):
@@ -78,7 +79,7 @@ def test_bad_values_in_a_batch_name_the_column_and_leave_the_whole_state_unchang
     before = _whole_state(m)
     Xb = X[30:].copy()
     Xb[3, 2] = value
-    for learn in (m.partial_fit, m._engine.learn_many):
+    for learn in (m.partial_fit, engine_of(m).learn_many):
         with pytest.raises(ValueError, match=f"(?s)(column 2|X contains|X\\[3, 2\\]).*{match}|{match}.*column 2"):
             learn(Xb, y[30:])
         after = _whole_state(m)

@@ -11,6 +11,7 @@ import pytest
 from onlinemkl import load
 from onlinemkl.kernels import RBF, BSpline, Linear
 from onlinemkl.river import NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRegressor, ProximalMKLClassifier
+from _helpers import engine_of
 
 CLASSES = [PolyMKLRegressor, NonlinearKRRRegressor]
 
@@ -150,7 +151,7 @@ def test_group_without_features_yet_keeps_bandwidths_through_save_load(cls):
     data = list(_stream(120))
     for x, y in data[:60]:  # six full batches; 'late' comes with the next one
         m.learn_one(x, y)
-    ck = m._engine.base.ck
+    ck = engine_of(m).base.ck
     assert ck.gfrozen.tolist() == [True, False] and ck.params[0, 0] == pytest.approx(1 / 3) and not m._pending
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "r.omkl")
@@ -164,7 +165,7 @@ def test_group_without_features_yet_keeps_bandwidths_through_save_load(cls):
     assert ck.params[0, 0] == pytest.approx(1 / 3) and ck.params[1, 0] == 1.0
     xs = [x for x, _ in data]
     for other in copies:
-        np.testing.assert_array_equal(other._engine.base.ck.params, ck.params)
+        np.testing.assert_array_equal(engine_of(other).base.ck.params, ck.params)
         assert [other.predict_one(x) for x in xs] == [m.predict_one(x) for x in xs]
 
 

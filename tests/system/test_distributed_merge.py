@@ -16,6 +16,7 @@ from onlinemkl.distributed import divergence, fit_local, merge, merge_states, st
 from onlinemkl.distributed.merge import _Expansion, _Union
 from onlinemkl.river import (NonlinearKRRRegressor, OBSCUREClassifier, PolyMKLRegressor, ProximalMKLClassifier,
                              ProximalMKLRegressor)
+from _helpers import engine_of
 
 DATA = list(datasets.ImageSegments().take(260))
 TRAIN, TEST = DATA[:220], [x for x, _ in DATA[220:]]
@@ -48,7 +49,7 @@ def two_models(cls, kw, order=False):
 
 
 def label_scores(model, x):
-    s = model._engine.scores_one(model._row(x, grow=False))
+    s = engine_of(model).scores_one(model._row(x, grow=False))
     return {lab: s[i] for i, lab in enumerate(model._labels.labels)}
 
 
@@ -64,7 +65,7 @@ def test_merging_one_model_is_the_identity(pair):
     assert merge_states(a, [state]) is state
     m = merge([a])
     for x in TEST[:5]:
-        assert np.array_equal(m._engine.scores_one(m._row(x, False)), a._engine.scores_one(a._row(x, False)))
+        assert np.array_equal(engine_of(m).scores_one(m._row(x, False)), engine_of(a).scores_one(a._row(x, False)))
 
 
 def test_merging_copies_is_the_copy(pair):
@@ -73,7 +74,7 @@ def test_merging_copies_is_the_copy(pair):
     assert m.n_support_ == a.n_support_
     assert m._labels.labels == a._labels.labels
     for x in TEST:
-        np.testing.assert_allclose(m._engine.scores_one(m._row(x, False)), a._engine.scores_one(a._row(x, False)),
+        np.testing.assert_allclose(engine_of(m).scores_one(m._row(x, False)), engine_of(a).scores_one(a._row(x, False)),
                                    rtol=1e-12, atol=1e-12)
 
 
@@ -91,8 +92,8 @@ def test_merged_scores_are_the_weighted_mean(pair):
         if name == "obscure_p15":
             # raw per-kernel scores: g of the last prediction, the lazy scale folded
             def raw(model):
-                model._engine.scores_one(model._row(x, False))
-                e = model._engine
+                engine_of(model).scores_one(model._row(x, False))
+                e = engine_of(model)
                 return {lab: e.g[:, i] * e.fstate[0] for i, lab in enumerate(model._labels.labels)}
             ra, rb, rm = raw(a), raw(b), raw(m)
             for lab in rm:
@@ -117,7 +118,7 @@ def test_divergence_from_an_empty_model_is_the_squared_norm(name):
     cls, kw = LEARNERS[name]
     a, _ = two_models(cls, kw)
     empty = cls(**kw)
-    e = a._engine
+    e = engine_of(a)
     scale = e.fstate[0] ** 2 if name.startswith("obscure") else e.sigma ** 2
     want = float(np.sum(e.recompute_theta_sq() * scale))
     assert divergence(a, empty) == pytest.approx(want, rel=1e-9)
@@ -182,11 +183,11 @@ def test_compression_back_to_the_budget(cls, eviction):
     kind = "obscure" if cls is OBSCUREClassifier else "proximal"
     union = _Union(kind, [_Expansion(kind, s) for s in (a._get_state(), b._get_state())], np.array([0.5, 0.5]))
     assert union.stamps.shape[0] > 40
-    kept = m._engine.buf.tstamp[:40]
+    kept = engine_of(m).buf.tstamp[:40]
     if eviction == "oldest":  # the learner's rule: the newest rows of the union stay
         assert np.array_equal(np.sort(kept), np.sort(union.stamps)[-40:])
     # the norms the merge wrote are the buffer's
-    np.testing.assert_allclose(m._engine.theta_sq, m._engine.recompute_theta_sq(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(engine_of(m).theta_sq, engine_of(m).recompute_theta_sq(), rtol=1e-8, atol=1e-10)
     m.learn_one(*TRAIN[0])  # and it keeps learning
     assert m.n_support_ <= 40
 
@@ -197,9 +198,9 @@ def test_regressor_merge_pools_the_target_statistics():
     for i, (x, _) in enumerate(TRAIN[:100]):
         (a if i % 2 else b).learn_one(x, float(i % 7))
     m = merge([a, b])
-    n, mean, _ = m._engine.ystats
+    n, mean, _ = engine_of(m).ystats
     assert n == pytest.approx(50.0)
-    assert mean == pytest.approx((a._engine.ystats[1] + b._engine.ystats[1]) / 2)
+    assert mean == pytest.approx((engine_of(a).ystats[1] + engine_of(b).ystats[1]) / 2)
     assert np.isfinite(m.predict_one(TEST[0]))
 
 
@@ -239,7 +240,7 @@ def test_minibatch_merge_averages_weights_and_refits(cls, kw):
     c = merge([a, a])
     assert divergence(a, c) < 1e-6  # the solver restarted at its own solution: a few tiny steps at most
     m = merge([a, b])
-    assert m._engine.Xw.shape[0] == 60
+    assert engine_of(m).Xw.shape[0] == 60
     assert divergence(a, b) == pytest.approx(divergence(b, a)) and divergence(a, b) > 0
     assert all(np.isfinite(m.predict_one(x)) for x, _ in data[160:170])
     other = cls(**kw)
@@ -249,7 +250,7 @@ def test_minibatch_merge_averages_weights_and_refits(cls, kw):
     fresh = cls(**kw)  # a worker that has seen nothing yet: left out of the merge, predicts 0
     assert divergence(a, merge([a, fresh])) < 1e-6
     assert divergence(fresh, cls(**kw)) == 0.0
-    assert divergence(fresh, a) == pytest.approx(np.mean(a._engine.predict_many(a._engine.Xw) ** 2))
+    assert divergence(fresh, a) == pytest.approx(np.mean(engine_of(a).predict_many(engine_of(a).Xw) ** 2))
 
 
 def test_minibatch_dynamic_averaging_with_a_threshold():
@@ -269,7 +270,7 @@ def test_many_budgeted_models_merge_in_pairs():
     m4, m2 = merge([a, a, b, b]), merge([a, b])
     assert m4.n_support_ == m2.n_support_ == 40
     for x in TEST:
-        np.testing.assert_allclose(m4._engine.scores_one(m4._row(x, False)), m2._engine.scores_one(m2._row(x, False)),
+        np.testing.assert_allclose(engine_of(m4).scores_one(m4._row(x, False)), engine_of(m2).scores_one(m2._row(x, False)),
                                    rtol=1e-9, atol=1e-12)
     m3 = merge([a, b, b], [2.0, 1.0, 1.0])  # ((a, b) with 2:1, then b with 3:1): weights kept
     assert m3.n_support_ == 40
@@ -304,7 +305,7 @@ def test_compression_projects_like_the_step(cls, slack, kw):
         return sum(model.predict_one(x) == y for x, y in test) / len(test)
 
     assert acc(m) >= max(acc(a), acc(b)) - slack
-    np.testing.assert_allclose(m._engine.theta_sq, m._engine.recompute_theta_sq(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(engine_of(m).theta_sq, engine_of(m).recompute_theta_sq(), rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("average", [False, True])
@@ -332,9 +333,9 @@ def test_compression_keeps_the_scores_of_rows_that_fit_the_budget(average):
     m = a.clone()
     m._set_state(*merge_states(a, [sa, sb], [1.0 - w, w]))
     assert m.n_support_ == 40
-    np.testing.assert_array_equal(np.sort(m._engine.buf.tstamp[:40]), np.sort(arr["buf.tstamp"][:40]))
+    np.testing.assert_array_equal(np.sort(engine_of(m).buf.tstamp[:40]), np.sort(arr["buf.tstamp"][:40]))
     for x in TEST:
-        sm, s_a, s_b = (model._engine.scores_one(model._row(x, False)) for model in (m, a, b))
+        sm, s_a, s_b = (engine_of(model).scores_one(model._row(x, False)) for model in (m, a, b))
         np.testing.assert_allclose(sm, (1.0 - w) * s_a + w * s_b, rtol=1e-9, atol=1e-12)
 
 

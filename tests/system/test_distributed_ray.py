@@ -16,6 +16,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'onli
 from onlinemkl.distributed import DynamicAveraging, fit_local, fit_ray, tune_ray  # noqa: E402
 from onlinemkl.distributed.ray import tune_local  # noqa: E402
 from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier  # noqa: E402
+from _helpers import engine_of
 
 DATA = list(datasets.Phishing().take(400))
 
@@ -87,8 +88,8 @@ def test_fit_ray_deals_one_stream_to_the_workers():
     ref, ref_log = fit_local(learner, [DATA[0::2], DATA[1::2]], sync=DynamicAveraging(0.0, period=50))
     assert log.examples == len(DATA) and log.syncs == ref_log.syncs
     x = DATA[0][0]
-    np.testing.assert_array_equal(model._engine.scores_one(model._row(x, False)),
-                                  ref._engine.scores_one(ref._row(x, False)))
+    np.testing.assert_array_equal(engine_of(model).scores_one(model._row(x, False)),
+                                  engine_of(ref).scores_one(ref._row(x, False)))
     with pytest.raises(ValueError, match="num_workers=3 for 2 shards"):
         fit_ray(learner, [DATA, DATA], num_workers=3)
 

@@ -14,6 +14,7 @@ import pytest
 from onlinemkl.distributed import divergence, merge, merge_states, state_divergence
 from onlinemkl.kernels import RBF, Linear
 from onlinemkl.sequence import SequenceMKLLabeler
+from _helpers import engine_of
 
 KERNELS = (Linear(normalize=True), RBF(gamma=0.5))
 RNG = np.random.default_rng(3)
@@ -35,7 +36,7 @@ def fitted(kw, part, dicts=False, order=False):
 
 def scores(model, xs, average=False):
     """Per-position emission scores and the transition, start and stop scores, by label name."""
-    eng = model._engine
+    eng = engine_of(model)
     Y = eng.n_labels
     F = eng.ck.n_kernels
     rows = model._rows(xs, grow=False)
@@ -128,7 +129,7 @@ def test_budget_compresses_to_the_budget_and_keeps_accuracy():
     a, b = fitted(kw, 0), fitted(kw, 1)
     m = merge([a, b, copy.deepcopy(a)])
     assert m.n_support_ <= 40
-    assert np.allclose(m._engine.recompute_theta_sq(), m._engine.theta_sq, rtol=1e-8, atol=1e-10)
+    assert np.allclose(engine_of(m).recompute_theta_sq(), engine_of(m).theta_sq, rtol=1e-8, atol=1e-10)
     acc = np.mean([np.mean(np.array(m.predict_one(x)) == np.array(y)) for x, y in zip(SEQS, LABELS)])
     acc_a = np.mean([np.mean(np.array(a.predict_one(x)) == np.array(y)) for x, y in zip(SEQS, LABELS)])
     assert acc >= acc_a - 0.15
@@ -140,7 +141,7 @@ def test_divergence_zero_between_copies_symmetric_and_exact(pair):
     dab, dba = divergence(a, b), divergence(b, a)
     assert dab > 0 and dab == pytest.approx(dba, rel=1e-9)
     # ||a - b||^2 = ||a||^2 + ||b||^2 - 2 <a, b>: the norms are the models' own group norms
-    na = float(np.sum(a._engine.theta_sq * a._engine.sigma ** 2))
+    na = float(np.sum(engine_of(a).theta_sq * engine_of(a).sigma ** 2))
     z = SequenceMKLLabeler(kernels=KERNELS, random_state=0)
     assert state_divergence(a, a._get_state(), z._get_state()) == pytest.approx(na, rel=1e-8)
 
@@ -158,7 +159,7 @@ def test_an_unfitted_model_is_left_out_of_a_merge():
     a = fitted({}, 0)
     z = SequenceMKLLabeler(kernels=KERNELS, random_state=0)
     m = merge_states(a, [z._get_state(), a._get_state()], weights=[1, 1])
-    assert m[1]["istate"][1] == a._engine.istate[1]  # the fitted model alone
+    assert m[1]["istate"][1] == engine_of(a).istate[1]  # the fitted model alone
     e = SequenceMKLLabeler(kernels=KERNELS, random_state=0)
     e.learn_one([], [])  # fitted, but nothing learnt
     b = fitted({}, 1)
@@ -168,7 +169,7 @@ def test_an_unfitted_model_is_left_out_of_a_merge():
     for xs in TEST:
         np.testing.assert_allclose(scores(m, xs)[0]["a"], scores(mean, xs)[0]["a"], rtol=1e-9, atol=1e-9)
     assert state_divergence(a, z._get_state(), z._get_state()) == 0.0
-    na = float(np.sum(a._engine.theta_sq * a._engine.sigma ** 2))  # divergence: unfitted is the zero model
+    na = float(np.sum(engine_of(a).theta_sq * engine_of(a).sigma ** 2))  # divergence: unfitted is the zero model
     assert state_divergence(a, z._get_state(), a._get_state()) == pytest.approx(na, rel=1e-8)
 
 

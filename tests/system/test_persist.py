@@ -14,6 +14,7 @@ from onlinemkl import OBSCUREClassifier as SkOBSCURE
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 from onlinemkl.persist import ModelFileError, load, load_with_meta, save
 from onlinemkl.river import OBSCUREClassifier
+from _helpers import engine_of
 
 
 def stream(n, seed=0, labels=("a", "b", "c"), late_feature=True):
@@ -114,13 +115,13 @@ def test_river_group_without_features_yet_round_trip(tmp_path, learner):
     data = list(stream(500, seed=8))  # 'late' from t = 251 on
     for x, y in data[:250]:
         model.learn_one(x, y)
-    ck = model._engine.ck
+    ck = engine_of(model).ck
     assert ck.gfrozen.tolist() == [True, False] and not ck._resolved
     before = ck.params[:, 0].copy()
     copies = [load(model.save(tmp_path / "g.omkl")), pickle.loads(pickle.dumps(model)), copy.deepcopy(model)]
     for other in copies:
         assert_same_state(model, other)
-        assert other._engine.ck.gfrozen.tolist() == [True, False]
+        assert engine_of(other).ck.gfrozen.tolist() == [True, False]
     for x, y in data[250:]:
         p = model.predict_proba_one(x)
         for other in copies:
@@ -132,8 +133,8 @@ def test_river_group_without_features_yet_round_trip(tmp_path, learner):
     assert ck._resolved
     np.testing.assert_array_equal(ck.params[[0, 2, 3], 0], before[[0, 2, 3]])  # gamma 1/4, h sqrt(8), linear
     assert before[0] == 0.25 and ck.params[1, 0] == 2.0  # 2 / |('late',)|
-    rec = model._engine.recompute_theta_sq()
-    np.testing.assert_allclose(model._engine.theta_sq, rec, rtol=1e-9, atol=1e-12)
+    rec = engine_of(model).recompute_theta_sq()
+    np.testing.assert_allclose(engine_of(model).theta_sq, rec, rtol=1e-9, atol=1e-12)
 
 
 def test_river_binary_hinge_round_trip(tmp_path):
@@ -506,15 +507,15 @@ def test_unpickled_engines_recompute_their_row_caches():
     X = np.random.default_rng(3).normal(size=(200, 6))
     y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 1)
     clf = SkOBSCURE(random_state=0).partial_fit(X, y, classes=[0, 1, 2])
-    eng = clf._engine
+    eng = engine_of(clf)
     n = eng.n_support
     assert n > 0
     same = pickle.loads(pickle.dumps(clf))
-    assert np.array_equal(same._engine.buf.sdiag[:n], eng.buf.sdiag[:n])
+    assert np.array_equal(engine_of(same).buf.sdiag[:n], eng.buf.sdiag[:n])
     assert np.array_equal(same.decision_function(X), clf.decision_function(X))
     old = copy.deepcopy(clf)
-    old._engine.buf.sdiag[:n] = _raw_diagonals(eng.buf.sdiag[:n], eng.ck.params)
-    assert not np.array_equal(old._engine.buf.sdiag[:n], eng.buf.sdiag[:n])
+    engine_of(old).buf.sdiag[:n] = _raw_diagonals(eng.buf.sdiag[:n], eng.ck.params)
+    assert not np.array_equal(engine_of(old).buf.sdiag[:n], eng.buf.sdiag[:n])
     back = pickle.loads(pickle.dumps(old))
     assert np.array_equal(back.decision_function(X), clf.decision_function(X))
 
@@ -531,7 +532,7 @@ def test_diagonals_are_held_kernel_by_kernel_and_saved_row_by_row(budget):
     X = rng.normal(size=(300, 5))
     y = (X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.7)
     clf = SkOBSCURE(budget=budget, random_state=0).partial_fit(X, y, classes=[0, 1, 2])
-    eng = clf._engine
+    eng = engine_of(clf)
     b, n, F = eng.buf, eng.n_support, eng.ck.n_kernels
     assert n > 20 and b.sdiag_t.shape == (F, b.capacity) and b.sdiag_t.flags.c_contiguous
     assert b.sdiag.shape == (b.capacity, F) and np.shares_memory(b.sdiag, b.sdiag_t)
@@ -543,6 +544,6 @@ def test_diagonals_are_held_kernel_by_kernel_and_saved_row_by_row(budget):
     assert arrays["buf.sdiag"].shape == (b.capacity, F)
     np.testing.assert_array_equal(arrays["buf.sdiag"][:n], rows)
     back = copy.deepcopy(clf)
-    back._engine.set_state(params, {k: np.array(v) for k, v in arrays.items()})
-    assert back._engine.buf.sdiag_t.shape == (F, b.capacity)
+    engine_of(back).set_state(params, {k: np.array(v) for k, v in arrays.items()})
+    assert engine_of(back).buf.sdiag_t.shape == (F, b.capacity)
     assert np.array_equal(back.decision_function(X), clf.decision_function(X))

@@ -35,6 +35,7 @@ from onlinemkl import river as omr
 from onlinemkl.kernels import RBF, Linear
 from onlinemkl.persist import ModelFileError, load, load_with_meta, save
 from test_saved_kernels import rewrite as rewrite_meta
+from _helpers import engine_of
 
 FIXTURES = Path(__file__).parents[1] / "data" / "persist_v1"
 
@@ -141,7 +142,7 @@ def sequence_case():
 
     def predict(m):
         xs, _ = sequences(6, seed=7)
-        return [m.predict_one(x) for x in xs] + m._engine.theta_sq.tolist()
+        return [m.predict_one(x) for x in xs] + engine_of(m).theta_sq.tolist()
 
     def more(m):
         for xs, ys in zip(*sequences(5, seed=8)):
@@ -198,10 +199,10 @@ def test_a_saved_model_predicts_and_learns_alike_after_every_default_changes(cas
 
 def test_the_patches_change_what_a_new_model_resolves(monkeypatch):
     """The defaults patched above are the ones the learners read (else the test above proves nothing)."""
-    before = {name: learner(CASES[name][0]())._engine._init_args
+    before = {name: engine_of(learner(CASES[name][0]()))._init_args
               for name in ("river-obscure", "river-proximal-clf", "sk-polymkl")}
     patch_every_default(monkeypatch)
-    after = {name: learner(CASES[name][0]())._engine._init_args for name in before}
+    after = {name: engine_of(learner(CASES[name][0]()))._init_args for name in before}
     ob, ob2 = before["river-obscure"], after["river-obscure"]
     assert ob["kernels"] != ob2["kernels"] == OTHER and ob["p"] != ob2["p"] == 1.3 and ob2["eta"] == 0.123
     assert (ob2["clean_run"], ob2["few_classes"], ob2["replay"], ob2["replay_many"]) == (3, 1, 2, 3)
@@ -295,7 +296,7 @@ def test_a_river_regressor_saved_before_the_kernels_were_recorded_loads_after_th
         old_default = staticmethod(kernels_module.default_regression_kernels)  # with a normalised quadratic kernel
         mp.setattr(omr.ProximalMKLRegressor, "_default_kernels", old_default)
         model = CASES["river-proximal-reg-pipeline"][0]()
-    assert learner(model)._engine.ck.kernels != kernels_module.default_stream_regression_kernels()
+    assert engine_of(learner(model)).ck.kernels != kernels_module.default_stream_regression_kernels()
     path = save(model, tmp_path / "m.omkl")
 
     def strip(meta):
