@@ -2,7 +2,7 @@
 
 The suite compiles in the caller's thread (``ONLINEMKL_BACKGROUND_COMPILE=0``, plain Numba):
 one code path for every test, and no compilation thread left running between tests.
-``tests/test_lazy.py`` runs the background path itself.
+``tests/core/test_lazy.py`` runs the background path itself.
 """
 
 import os

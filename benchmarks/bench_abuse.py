@@ -65,7 +65,7 @@ def _model(tmp: Path) -> Path:
 
 
 def _craft(src: Path, dst: Path, edit=None, deflate=(), raw_meta=None) -> Path:
-    """A crafted model file, as the tests craft them (``tests/test_persist_abuse.craft``)."""
+    """A crafted model file, as the tests craft them (``tests/system/test_persist_abuse.craft``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from test_persist_abuse import craft
 

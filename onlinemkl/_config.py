@@ -63,7 +63,7 @@ def _user_cache_dir() -> str:
 
 
 #: The compiled modules' sources, relative to the package: the shared compiled layer and each
-#: learner's compiled step.  ``tests/test_cache_dir.py`` checks that every module using these
+#: learner's compiled step.  ``tests/core/test_cache_dir.py`` checks that every module using these
 #: decorators is listed.
 COMPILED_SOURCES = (
     "_core/*.py",

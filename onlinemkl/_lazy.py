@@ -19,7 +19,7 @@ thread rather than compiling in the caller's keeps the caller responsive to Ctrl
 process that ends early finish the compilation at exit, so that the next run starts compiled.
 
 ``ONLINEMKL_BACKGROUND_COMPILE=0`` compiles in the caller's thread instead (plain Numba); the
-test suite runs that way, and ``tests/test_lazy.py`` tests this module.  :func:`blocking` does
+test suite runs that way, and ``tests/core/test_lazy.py`` tests this module.  :func:`blocking` does
 the same for a block (:func:`onlinemkl.warmup` uses it).
 
 Caveat: as with any thread, a process that forks while a compilation runs (``multiprocessing``

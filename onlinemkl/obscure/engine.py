@@ -167,6 +167,16 @@ class ObscureEngine(BufferEngine):
         """Steps with a non-zero subgradient so far."""
         return int(self.istate[_co.I_UPDATES])
 
+    @property
+    def clock(self) -> int:
+        """Steps taken so far, replayed ones included (the stored rows' time stamps)."""
+        return int(self.istate[_co.I_CLOCK])
+
+    @property
+    def evictions(self) -> int:
+        """Stored rows dropped so far to keep within the budget (0 without one)."""
+        return int(self.istate[_co.I_EVICTIONS])
+
     def learn(self, x: np.ndarray, y: int, merge: np.ndarray = NO_MERGE):
         """One step; ``x`` float64 contiguous of length ``n_features``; ``y`` output index or +-1.
 

@@ -78,7 +78,7 @@ N_ISTATE = 4
 # scales, and ``coef`` grows like 1 / sigma; the difference's rounding error (~eps * sigma_cum)
 # is thus amplified by 1 / sigma (~eps / sigma relative).  With folds at 1e-100 the averaged
 # scores drifted from the plain-numpy reference by 1.2e-9 after 250 steps of weighted_sq_l1 with
-# scales at 1e-10 (tests/test_proximal.py), and scales below ~1e-16 would leave no digits; with
+# scales at 1e-10 (tests/core/test_proximal_step.py), and scales below ~1e-16 would leave no digits; with
 # folds at 1e-6 the same run agrees to 1e-12.  A fold costs O(n) per group and happens at most
 # once per factor 1e6 of shrinkage.
 SCALE_FOLD_LOW = 1e-6

@@ -106,6 +106,11 @@ class GroupNormEngine(BufferEngine):
     def n_support(self):
         return int(self.istate[self._CORE.I_N])
 
+    @property
+    def evictions(self) -> int:
+        """Stored rows dropped so far to keep within the budget (0 without one)."""
+        return int(self.istate[self._CORE.I_EVICTIONS])
+
     def _prox_rows(self, coef=None):
         """The buffer and the per-row arrays as the record the compiled code takes (``coef``:
         other coefficients than the buffer's, e.g. the averaged model's)."""

@@ -1,7 +1,7 @@
 """Write the model files of this directory: one small trained model per learner and face, in the
 layout written before model files recorded the engine settings (format version 1, kernels
 recorded, no ``settings``), each with the inputs it was asked about and its answers in
-``meta["extra"]``.  ``tests/test_persist_defaults.py`` loads them and asks again.
+``meta["extra"]``.  ``tests/system/test_persist_defaults.py`` loads them and asks again.
 
 They were made by the code at commit 29d98c3 (the last before the settings were recorded)::
 
