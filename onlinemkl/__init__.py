@@ -8,7 +8,7 @@ only for what it uses at start-up.
 ``StandardScaler() | OBSCUREClassifier()`` included, and ``onlinemkl.load(path)`` reads it back.
 """
 
-import importlib
+from ._exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -38,15 +38,4 @@ __all__ = [
     "__version__",
 ]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'onlinemkl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

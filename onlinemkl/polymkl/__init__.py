@@ -12,7 +12,7 @@ The public class is imported on first use (PEP 562): the river face does not imp
 scikit-learn, and the engine imports neither face.
 """
 
-import importlib
+from .._exports import lazy_exports
 
 _LAZY = {
     "PolyMKLRegressor": ".sklearn",
@@ -20,15 +20,4 @@ _LAZY = {
 
 __all__ = ["PolyMKLRegressor"]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -16,7 +16,7 @@ The public classes are imported on first use (PEP 562): the river face does not 
 scikit-learn, and the engine imports neither face.
 """
 
-import importlib
+from .._exports import lazy_exports
 
 _LAZY = {
     "ProximalMKLClassifier": ".sklearn",
@@ -25,15 +25,4 @@ _LAZY = {
 
 __all__ = ["ProximalMKLClassifier", "ProximalMKLRegressor"]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

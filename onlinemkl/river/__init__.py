@@ -16,7 +16,7 @@ none imports scikit-learn, so a river pipeline starts faster.  Every adapter is
 a short declaration of its parameters over :class:`onlinemkl._river_adapter.EngineAdapter`.
 """
 
-import importlib
+from .._exports import lazy_exports
 
 _LAZY = {
     "OBSCUREClassifier": "onlinemkl.obscure.river",
@@ -36,15 +36,4 @@ __all__ = [
     "Guard",
 ]
 
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'onlinemkl.river' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -2,24 +2,13 @@
 and numpy, the projection, the direct solve against LAPACK's.
 """
 
+import naive_polymkl as nv
 import numpy as np
 import pytest
+from _nonlinear_data import _data, _engine
 
-import naive_polymkl as nv
-from onlinemkl import NonlinearKRRRegressor
 from onlinemkl.kernels import RBF, Linear
 from onlinemkl.nonlinear.sklearn import project
-
-
-def _data(n=60, p=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] + 0.5 * X[:, -1]
-    return X, y
-
-
-def _engine(**kw):
-    return NonlinearKRRRegressor(**kw)._new_engine()
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4])

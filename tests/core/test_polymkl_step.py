@@ -3,11 +3,11 @@ powers, masses and products, the solves, exact sampling (Algorithm 3), screening
 leave-one-out ridge.
 """
 
+import naive_polymkl as nv
 import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-import naive_polymkl as nv
 from onlinemkl._core import polynomial as cp
 from onlinemkl.polymkl.sklearn import multiplicity
 

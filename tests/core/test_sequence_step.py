@@ -10,12 +10,13 @@ import math
 
 import numpy as np
 import pytest
-
-from naive_prox import prox_norms
-from onlinemkl.proximal import _prox as _cp
-from onlinemkl.kernels import Linear, Polynomial, RBF
-from onlinemkl.sequence import SequenceMKLLabeler
 from _helpers import engine_of
+from _sequence_data import _small_problem
+from naive_prox import prox_norms
+
+from onlinemkl.kernels import RBF, Linear, Polynomial
+from onlinemkl.proximal import _prox as _cp
+from onlinemkl.sequence import SequenceMKLLabeler
 
 
 def _k_lin(x, z):
@@ -145,20 +146,6 @@ class NaiveSequenceModel:
         self.a = [a * fac[:F] for a in self.a]
         self.T, self.S0, self.S1 = self.T * fac[F], self.S0 * fac[F], self.S1 * fac[F]
         return loss
-
-
-def _small_problem(seed, n_seq=36, d=4, Y=3):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(Y, d))
-    X, Ys = [], []
-    for _ in range(n_seq):
-        L = int(rng.integers(1, 5))
-        y = [int(rng.integers(Y))]
-        for _ in range(L - 1):
-            y.append((y[-1] + 1) % Y if rng.random() < 0.7 else int(rng.integers(Y)))
-        X.append(centers[y] + 0.8 * rng.normal(size=(L, d)))
-        Ys.append(y)
-    return X, Ys
 
 
 @pytest.mark.parametrize("loss,regularizer,gamma", [

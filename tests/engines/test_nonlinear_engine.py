@@ -2,23 +2,13 @@
 numpy's KRR, warm starts over windows.
 """
 
+import naive_polymkl as nv
 import numpy as np
 import pytest
-
-import naive_polymkl as nv
-from onlinemkl import NonlinearKRRRegressor
 from _helpers import engine_of
+from _nonlinear_data import _data
 
-
-def _data(n=60, p=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] + 0.5 * X[:, -1]
-    return X, y
-
-
-def _engine(**kw):
-    return NonlinearKRRRegressor(**kw)._new_engine()
+from onlinemkl import NonlinearKRRRegressor
 
 
 @pytest.mark.parametrize("norm", ["l2", "l1"])

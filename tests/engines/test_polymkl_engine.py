@@ -7,20 +7,13 @@ import os
 import sys
 import tempfile
 
+import naive_polymkl as nv
 import numpy as np
 import pytest
-
-import naive_polymkl as nv
-from onlinemkl import PolyMKLRegressor, load
-from onlinemkl.kernels import RBF, Linear
 from _helpers import engine_of
 
-
-def _data(n=60, p=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] - 0.5 * X[:, 2] + X[:, -1] ** 3
-    return X, y
+from onlinemkl import PolyMKLRegressor, load
+from onlinemkl.kernels import RBF, Linear
 
 
 def _naive_state(model, X, y):
@@ -146,6 +139,8 @@ def test_same_seed_same_model_and_n_iter_zero():
     z = PolyMKLRegressor(n_iter=0, solver="stochastic").fit(X, y)  # theta = 0: predicts the mean
     np.testing.assert_allclose(z.predict(X), y.mean())
 
+
+from _polymkl_data import _data
 
 from onlinemkl import NonlinearKRRRegressor  # noqa: E402
 

@@ -11,8 +11,8 @@ from river import preprocessing
 
 from onlinemkl import ProximalMKLRegressor
 from onlinemkl.distributed import merge
-from onlinemkl.proximal.engine import PREDICTION_MARGIN
 from onlinemkl.persist import load, save
+from onlinemkl.proximal.engine import PREDICTION_MARGIN
 from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
 
 RNG = np.random.default_rng(0)

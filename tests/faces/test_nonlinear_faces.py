@@ -3,15 +3,9 @@
 
 import numpy as np
 import pytest
+from _nonlinear_data import _data
 
 from onlinemkl import NonlinearKRRRegressor
-
-
-def _data(n=60, p=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] + 0.5 * X[:, -1]
-    return X, y
 
 
 @pytest.mark.parametrize("params, match", [

@@ -8,13 +8,6 @@ import pytest
 from onlinemkl import PolyMKLRegressor
 
 
-def _data(n=60, p=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] - 0.5 * X[:, 2] + X[:, -1] ** 3
-    return X, y
-
-
 @pytest.mark.parametrize("params, match", [
     ({"degree": 0}, "degree"), ({"lam": -1.0}, "lam"), ({"n_iter": 1.5}, "n_iter"), ({"eta": 0}, "eta"),
     ({"solver": "sgd"}, "solver"), ({"iterate": "best"}, "iterate"), ({"budget": 0}, "budget"),
@@ -54,8 +47,10 @@ def test_predict_before_fit_raises():
         PolyMKLRegressor().predict(np.zeros((1, 2)))
 
 
-from onlinemkl import NonlinearKRRRegressor  # noqa: E402
 from _helpers import engine_of
+from _polymkl_data import _data
+
+from onlinemkl import NonlinearKRRRegressor  # noqa: E402
 
 
 def _whole_state(model):

@@ -4,31 +4,14 @@ model unchanged.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
+from _proximal_data import KERNELS, _fitted, _stream
 from sklearn.exceptions import NotFittedError
 
-from onlinemkl.kernels import RBF, Laplacian, Linear, Polynomial
 from onlinemkl.proximal import ProximalMKLClassifier, ProximalMKLRegressor
 from onlinemkl.river import ProximalMKLClassifier as RiverClassifier
 from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
-
-KERNELS = (RBF(gamma_scale=1.0, group=(0, 1, 2)), Linear(group=(3, 4, 5)), Polynomial(degree=2, normalize=True),
-           Laplacian(gamma_scale=0.5, group=(1, 4)))
-
-D = 6
-
-
-def _stream(n, n_classes, regression, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, D))
-    if regression:
-        return X, X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.normal(size=n)
-    if n_classes == 2:
-        return X, np.where(X[:, 0] + X[:, 3] + 0.3 * rng.normal(size=n) > 0, 1, -1)
-    return X, (np.floor(X[:, 0] * 1.5) % n_classes).astype(int)
-
 
 C, R = ProximalMKLClassifier, ProximalMKLRegressor
 
@@ -42,11 +25,6 @@ def _same(snap, model):
     state, arrays = model._get_state()
     return state == snap[0] and arrays.keys() == snap[1].keys() and all(
         np.array_equal(arrays[k], snap[1][k]) for k in arrays)
-
-
-def _fitted(cls, **kw):
-    X, y = _stream(60, 3, cls is R, seed=1)
-    return cls(kernels=KERNELS, n_epochs=1, random_state=0, **kw).fit(X, y), X, y
 
 
 @pytest.mark.parametrize("cls", [C, R])

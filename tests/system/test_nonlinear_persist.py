@@ -6,16 +6,10 @@ import tempfile
 
 import numpy as np
 import pytest
+from _nonlinear_data import _data
 
 from onlinemkl import NonlinearKRRRegressor, load
 from onlinemkl.kernels import RBF, Linear
-
-
-def _data(n=60, p=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] + 0.5 * X[:, -1]
-    return X, y
 
 
 @pytest.mark.parametrize("params", [dict(degree=2, budget=30, max_iter=4),

@@ -6,16 +6,10 @@ import tempfile
 
 import numpy as np
 import pytest
+from _polymkl_data import _data
 
 from onlinemkl import PolyMKLRegressor, load
 from onlinemkl.kernels import RBF, Linear
-
-
-def _data(n=60, p=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, p))
-    y = X[:, 0] * X[:, 1] - 0.5 * X[:, 2] + X[:, -1] ** 3
-    return X, y
 
 
 @pytest.mark.parametrize("params", [

@@ -4,31 +4,14 @@ both faces and a river pipeline.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
+from _proximal_data import KERNELS, _river_stream, _stream
 
-from onlinemkl.kernels import RBF, Laplacian, Linear, Polynomial
 from onlinemkl.persist import load, save
 from onlinemkl.proximal import ProximalMKLClassifier, ProximalMKLRegressor
 from onlinemkl.river import ProximalMKLClassifier as RiverClassifier
 from onlinemkl.river import ProximalMKLRegressor as RiverRegressor
-
-KERNELS = (RBF(gamma_scale=1.0, group=(0, 1, 2)), Linear(group=(3, 4, 5)), Polynomial(degree=2, normalize=True),
-           Laplacian(gamma_scale=0.5, group=(1, 4)))
-
-D = 6
-
-
-def _stream(n, n_classes, regression, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, D))
-    if regression:
-        return X, X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.normal(size=n)
-    if n_classes == 2:
-        return X, np.where(X[:, 0] + X[:, 3] + 0.3 * rng.normal(size=n) > 0, 1, -1)
-    return X, (np.floor(X[:, 0] * 1.5) % n_classes).astype(int)
-
 
 C, R = ProximalMKLClassifier, ProximalMKLRegressor
 
@@ -72,18 +55,6 @@ def test_sklearn_string_labels_and_unfitted_round_trip(tmp_path):
     for cls in (C, R):
         again = load(cls(lam=0.5).save(tmp_path / "u.omkl"))
         assert again.lam == 0.5 and not hasattr(again, "_engine")
-
-
-def _river_stream(n, seed, regression):
-    rng = np.random.default_rng(seed)
-    for i in range(n):
-        x = {"a": float(rng.normal()), "b": float(rng.normal())}
-        if i > n // 3:
-            x["late"] = float(rng.normal())  # a feature that appears mid-stream
-        if regression:
-            yield x, 2.0 * x["a"] - x["b"] ** 2
-        else:
-            yield x, ("up", "down", "flat")[int(x["a"] > 0) + int(i > n // 2 and x["b"] > 1)]
 
 
 @pytest.mark.parametrize("cls, params", [
