@@ -1,0 +1,48 @@
+"""The bundled OCR words (``onlinemkl.datasets.load_ocr_words``) and a small accuracy floor of
+the sequence labeller on them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onlinemkl.datasets import load_ocr_words
+from onlinemkl.kernels import Linear, Polynomial
+from onlinemkl.sequence import SequenceMKLLabeler
+
+
+def test_load_all_words():
+    X, y, folds = load_ocr_words()
+    assert len(X) == len(y) == folds.shape[0] == 6877
+    assert sum(len(w) for w in y) == 52152
+    assert all(x.shape == (len(w), 128) and x.dtype == np.float64 for x, w in zip(X, y))
+    pixels = np.concatenate(X)
+    assert set(np.unique(pixels)) <= {0.0, 1.0}
+    assert set("".join(y)) <= set("abcdefghijklmnopqrstuvwxyz")
+    assert np.bincount(folds).tolist() == [626, 704, 684, 698, 693, 651, 739, 717, 690, 675]
+    assert not X[0].flags.writeable  # views of one array: a caller's edit cannot leak into another word
+
+
+def test_load_folds():
+    X0, y0, f0 = load_ocr_words(fold=0)
+    assert len(X0) == 626 and set(f0.tolist()) == {0}
+    Xr, yr, fr = load_ocr_words(fold=range(1, 10))
+    assert len(Xr) == 6877 - 626 and 0 not in set(fr.tolist())
+    X, y, _ = load_ocr_words(fold=[0])
+    assert y == y0 and all(np.array_equal(a, b) for a, b in zip(X, X0))
+
+
+@pytest.mark.parametrize("bad", [10, -1, True, "0", [], 1.5, [[0]]])
+def test_bad_fold(bad):
+    with pytest.raises(ValueError, match="fold=.*0..9"):
+        load_ocr_words(fold=bad)
+
+
+def test_accuracy_floor_on_a_slice():
+    """A chain over linear and quadratic kernels, trained on 150 words of fold 0 for 2 epochs,
+    labels 300 words of fold 1 well above chance (1/26) and above a per-letter majority."""
+    X, y, _ = load_ocr_words(fold=0)
+    Xt, yt, _ = load_ocr_words(fold=1)
+    model = SequenceMKLLabeler(kernels=(Linear(normalize=True), Polynomial(degree=2, normalize=True)),
+                               n_epochs=2, random_state=0).fit(X[:150], y[:150])
+    assert model.score(Xt[:300], yt[:300]) >= 0.60  # 0.646 measured
