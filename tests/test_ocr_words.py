@@ -46,3 +46,25 @@ def test_accuracy_floor_on_a_slice():
     model = SequenceMKLLabeler(kernels=(Linear(normalize=True), Polynomial(degree=2, normalize=True)),
                                n_epochs=2, random_state=0).fit(X[:150], y[:150])
     assert model.score(Xt[:300], yt[:300]) >= 0.60  # 0.646 measured
+
+
+def test_objective_falls_along_the_epochs_and_bounds_the_errors():
+    """``objective`` = lam R(theta) + the mean structured hinge; the hinge of a word is at least
+    its number of Viterbi errors (Hamming cost 1), and training lowers the objective."""
+    X, y, _ = load_ocr_words(fold=0)
+    X, y = X[:40], y[:40]
+    model = SequenceMKLLabeler(kernels=(Linear(normalize=True),), random_state=0)
+    seen = []
+    for _ in range(3):
+        for xs, ys in zip(X, y):
+            model.learn_one(xs, ys)
+        seen.append(model.objective(X, y))
+    assert seen[2] < seen[0]
+    errors = np.mean([sum(p != c for p, c in zip(model.predict_one(xs), ys)) for xs, ys in zip(X, y)])
+    assert seen[2] >= errors
+    reg = model.lam * model._engine.regularizer_value()
+    assert reg > 0 and seen[2] > reg
+    with pytest.raises(ValueError, match="never seen in training"):
+        model.objective([X[0]], [["?"] * len(y[0])])
+    with pytest.raises(ValueError, match="has not learnt"):
+        SequenceMKLLabeler().objective(X, y)
