@@ -68,3 +68,8 @@ def test_objective_falls_along_the_epochs_and_bounds_the_errors():
         model.objective([X[0]], [["?"] * len(y[0])])
     with pytest.raises(ValueError, match="has not learnt"):
         SequenceMKLLabeler().objective(X, y)
+
+
+def test_objective_takes_the_model_lock():
+    """``objective`` reads the whole model, so it runs under the model's lock as ``score`` does."""
+    assert getattr(SequenceMKLLabeler.objective, "__wrapped__", None) is not None
