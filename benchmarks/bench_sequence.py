@@ -287,6 +287,7 @@ def main(argv=None):
     b1 = BSpline(h=spline_width(X0))
     zeros = spline_zeros(X0, b1.h)
     rows_def = rows_for(b1)
+    all_names = [r[0] for r in rows_def]
     if args.rows:
         rows_def = [rows_def[int(i)] for i in args.rows.split(",")]
     tasks = [(name, kernels, reg, loss, args, n_train, n_valid, epochs, select_epochs) for name, kernels, reg, loss
@@ -332,6 +333,7 @@ def main(argv=None):
         try:
             png = (Path(args.out_dir) if args.out_dir else RESULTS) / ("sequence.quick.png" if args.quick
                                                                         else "sequence.png")
+            png.parent.mkdir(parents=True, exist_ok=True)
             draw(traces, png)
         except ImportError:
             png = None
@@ -341,8 +343,9 @@ def main(argv=None):
               f"C = 1/(lam m) from {args.C} (paper: 0.1 ... 1e4) chosen per row by accuracy on {n_valid} words of "
               f"folds 0-4 outside the training fold, trained on selection folds {args.select_folds}")
     notes = f"""
-What ran: training folds {args.folds} (paper: all 10), each tested on {n_test} words of the nine other folds;
-{epochs} epochs; eta0 from {list(ETA0S)} by the lowest training objective after {select_epochs} epochs (as the paper);
+What ran: rows {[r[0] for r in rows_def]}{'' if len(rows_def) == len(all_names) else ' (not run: ' + ', '.join(n for n in all_names if n not in [r[0] for r in rows_def]) + ')'};
+training folds {args.folds} (paper: all 10), each tested on {n_test} words of the nine other folds;
+{epochs} epochs; eta0 from {list(args.eta0)} by the lowest training objective after {select_epochs} epochs (as the paper);
 {c_line}{' (quick: 200 training words per fold)' if args.quick else ''}.
 Structured hinge (Hamming cost 1), last iterate, invsqrt steps, no projection (gamma=None). Gaussian gamma 0.1
 (sigma^2 = 5); B1-spline h = {b1.h:.3f} ({100 * zeros:.1f} % zeros on training characters). Single-threaded BLAS.
