@@ -31,7 +31,7 @@ __all__ = ["ModelLock", "synchronized", "LOCKED_METHODS"]
 #: are locked too.
 LOCKED_METHODS = frozenset({
     "learn_one", "learn_many", "predict_one", "predict_proba_one", "predict_many", "predict_proba_many",
-    "fit", "partial_fit", "predict", "predict_proba", "decision_function", "score", "save",
+    "fit", "partial_fit", "predict", "predict_proba", "decision_function", "score", "objective", "save",
     "_get_state", "_set_state",
 })
 

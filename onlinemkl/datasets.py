@@ -1,4 +1,8 @@
-"""Small benchmark data sets built offline (no download).
+"""Small benchmark data sets, offline (no download).
+
+:func:`load_ocr_words` loads the handwritten words of Taskar et al. (2003), the data of
+the OCR experiment of Martins et al. (2010, Table 1), shipped with the package
+(``onlinemkl/data/ocr_letters.npz``, 0.6 MB).
 
 :func:`digit_strings` builds a sequence-labelling task in the spirit of the
 handwriting (OCR) experiment of Martins et al. (2010, section 4, Table 1):
@@ -6,16 +10,22 @@ there, each word is a sequence of 16x8 binary character images and a chain
 model learns the letters and their transitions.  The OCR corpus is not
 bundled with any of our dependencies, so this module composes "handwritten
 digit strings" from scikit-learn's bundled 8x8 digits (``load_digits``, 1,797
-images written by 43 people) instead.
+images written by 43 people) instead,
+with labels that follow a chosen Markov chain.
 """
 
 from __future__ import annotations
 
 import numbers
+from importlib import resources
 
 import numpy as np
 
-__all__ = ["digit_strings", "digit_transition_matrix"]
+__all__ = ["digit_strings", "digit_transition_matrix", "load_ocr_words"]
+
+#: The OCR letters, a-z (label ``k`` of the stored array is ``OCR_LETTERS[k]``).
+OCR_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+N_OCR_FOLDS = 10
 
 N_DIGITS = 10
 N_PIXELS = 64
@@ -188,3 +198,68 @@ def digit_strings(n_train=200, n_test=200, length=(4, 10), noise=0.0, transition
     info = {"P": P, "start": start, "train_pool": np.concatenate(train_pool), "test_pool": np.concatenate(test_pool),
             "train_images": used_train, "test_images": used_test}
     return X_train, y_train, X_test, y_test, info
+
+
+def load_ocr_words(fold=None):
+    """The OCR handwritten words (Taskar et al. 2003), one word per sequence.
+
+    6,877 words by 150 writers, 52,152 characters; each character is a 16x8 binary image
+    (128 pixels in {0, 1}, row by row) labelled with its lower-case letter.  The first
+    (capital) letter of every word is left out, as in the original release.  Every word
+    belongs to one of 10 cross-validation folds (Taskar et al.'s); the protocol of Martins
+    et al. (2010, Table 1) trains on one fold and tests on the nine others.  The data ship
+    with the package (``onlinemkl/data/``; see its README for provenance and licence).
+
+    Parameters
+    ----------
+    fold : int in 0..9, a sequence of them, or None, default None
+        The fold(s) whose words are returned (None: every word).
+
+    Returns
+    -------
+    X : list of (L_i, 128) float64 arrays
+        One array per word, one row of pixels per character (read-only views of one array).
+    y : list of str
+        One string per word, one letter per character (``len(y[i]) == len(X[i])``);
+        :meth:`onlinemkl.SequenceMKLLabeler.fit` takes ``X`` and ``y`` as they are.
+    folds : (n_words,) int64 array
+        The fold of every returned word.
+
+    Examples
+    --------
+    >>> from onlinemkl.datasets import load_ocr_words
+    >>> X, y, folds = load_ocr_words()
+    >>> len(X), sum(len(w) for w in y), X[0].shape
+    (6877, 52152, (9, 128))
+    >>> y[0], sorted(set(folds.tolist())) == list(range(10))
+    ('ommanding', True)
+    >>> X_train, y_train, _ = load_ocr_words(fold=0)
+    >>> X_test, y_test, _ = load_ocr_words(fold=range(1, 10))
+    >>> len(X_train), len(X_test)
+    (626, 6251)
+    """
+    with resources.files("onlinemkl").joinpath("data", "ocr_letters.npz").open("rb") as fh:
+        with np.load(fh) as data:
+            pixels, labels = data["X"], data["y"]
+            lengths, word_folds = data["lengths"].astype(np.int64), data["folds"].astype(np.int64)
+    if fold is None:
+        wanted = np.arange(N_OCR_FOLDS)
+    else:
+        try:
+            wanted = np.atleast_1d(np.asarray(fold if not isinstance(fold, range) else list(fold)))
+            ok = wanted.ndim == 1 and wanted.size > 0 and np.issubdtype(wanted.dtype, np.integer) \
+                and not isinstance(fold, bool)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok or wanted.min() < 0 or wanted.max() >= N_OCR_FOLDS:
+            raise ValueError(f"fold={fold!r}: expected None, an integer in 0..{N_OCR_FOLDS - 1} "
+                             "or a non-empty sequence of them, e.g. fold=0 or fold=range(1, 10)")
+    X_all = pixels.astype(np.float64)
+    X_all.flags.writeable = False
+    letters = np.array(list(OCR_LETTERS))[labels]
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    keep = np.flatnonzero(np.isin(word_folds, wanted))
+    X = [X_all[starts[i]:ends[i]] for i in keep]
+    y = ["".join(letters[starts[i]:ends[i]]) for i in keep]
+    return X, y, word_folds[keep]

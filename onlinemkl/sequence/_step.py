@@ -37,7 +37,8 @@ from ._chain import forward_backward, viterbi, viterbi_loss_augmented
 from ..proximal._step import (GroupState, ProxRows, apply_implicit_factors, dense_kernel_scores, implicit_insert,
                               prox_factors, step_size, SCALE_FOLD_HIGH, SCALE_FOLD_LOW)
 from ..proximal._evict import add_row_to_scores, choose_dense_evictee, evict_norms
-from .._core.kernels import block_work, kernel_row_block, prepare_query
+from .._core.batch import GroupProducts, values_from_products
+from .._core.kernels import GROUP_L1, GROUP_SQDIST, block_work, kernel_row_block, prepare_query
 from .._core.state import KernelSpec, Query, Rows
 
 # hyper
@@ -79,12 +80,80 @@ class ChainScores(NamedTuple):
 
 
 @njit
+def blas_ready(spec, n_cols):
+    """Whether :func:`word_kernel_scores` applies: every feature group is all ``n_cols`` columns
+    of the buffer and its kernels read only dot products and norms (no Laplacian, no B1-spline)."""
+    G = spec.gptr.shape[0] - 1
+    for g in range(G):
+        r = spec.gptr[g]
+        if spec.gptr[g + 1] - r != 1 or spec.granges[r, 0] != 0 or spec.granges[r, 1] != n_cols:
+            return False
+        if (spec.gl1[g] & (GROUP_L1 | GROUP_SQDIST)) != 0:
+            return False
+    return True
+
+
+@njit
+def word_kernel_scores(xs, S, ssq, sdiag, coef, beta, n, spec, xsqs, xdiags, Y, gpos):
+    """``gpos[i, k, c] = sum_s coef[s, k] beta[s, c] K_k(x_i, S_s)`` for every position of a word
+    at once, from matrix products.
+
+    Per feature group one BLAS product ``xs S[:n]^T`` gives every dot product of the word
+    against the buffer; every kernel of the group derives its values from them and the cached
+    norms (:func:`~onlinemkl._core.batch.values_from_products`, the batch path's formulas); the
+    values times the rows' coefficients then give every kernel's scores in one more product with
+    ``beta``.  The buffer must be
+    :func:`blas_ready`; ``xsqs``/``xdiags`` hold the positions' query caches.  The same numbers as
+    one :func:`~onlinemkl._core.scores.dense_kernel_scores` pass per position up to rounding
+    (the sums run in another order).
+    """
+    L = xs.shape[0]
+    F = spec.codes.shape[0]
+    G = spec.gptr.shape[0] - 1
+    gpos[:, :, :Y] = 0.0
+    if n == 0 or L == 0:
+        return
+    vals = np.empty((F, L, n))
+    zdiag = np.ascontiguousarray(sdiag[:, :n].T)
+    unused = np.zeros((1, 1))
+    Sn = S[:n]
+    for g in range(G):
+        nk = 0
+        for j in range(F):
+            if spec.kgroup[j] == g:
+                nk += 1
+        js = np.empty(nk, dtype=np.int64)
+        nk = 0
+        for j in range(F):
+            if spec.kgroup[j] == g:
+                js[nk] = j
+                nk += 1
+        if nk == 0:
+            continue
+        dots = np.dot(xs, Sn.T)
+        prod = GroupProducts(dots, np.ascontiguousarray(xsqs[:, g]), np.ascontiguousarray(ssq[:n, g]), unused, unused)
+        values_from_products(prod, False, False, js, spec, xdiags, zdiag, False, vals)
+    # fold the coefficients into the kernel values, then every kernel's scores in one product
+    for k in range(F):
+        for i in range(L):
+            for t in range(n):
+                vals[k, i, t] *= coef[t, k]
+    sc = np.dot(vals.reshape(F * L, n), beta[:n])
+    for k in range(F):
+        for i in range(L):
+            for c in range(Y):
+                gpos[i, k, c] = sc[k * L + i, c]
+
+
+@njit
 def unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U):
-    """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position (L passes).
+    """Raw per-group scores ``gpos[i]`` and unary scores ``U[i, c]`` of every position.
 
     ``buf`` (:class:`ProxRows`, its first ``n`` rows) and the scales ``sigma`` are the model;
     ``xsqs[i]``/``xdiags[i]`` receive each position's query caches
     (:func:`~onlinemkl._core.kernels.prepare_query`); ``U``'s columns are the labels in use.
+    The whole word at once from matrix products (:func:`word_kernel_scores`) where the kernels
+    allow it, otherwise one pass over the buffer per position.
     """
     L = xs.shape[0]
     Y = U.shape[1]
@@ -92,7 +161,12 @@ def unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U):
     rows = Rows(buf.S, buf.ssq, buf.sdiag)
     for i in range(L):
         prepare_query(xs[i], spec, xsqs[i], xdiags[i])
-        dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, buf.coef, buf.beta, Y, gpos[i])
+    if blas_ready(spec, xs.shape[1]) and xs.shape[1] == buf.S.shape[1]:
+        word_kernel_scores(xs, buf.S, buf.ssq, buf.sdiag, buf.coef, buf.beta, n, spec, xsqs, xdiags, Y, gpos)
+    else:
+        for i in range(L):
+            dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, buf.coef, buf.beta, Y, gpos[i])
+    for i in range(L):
         for c in range(Y):
             acc = 0.0
             for k in range(F):

@@ -18,11 +18,13 @@ from .._scaling import SCALE_PARAM
 from ..engine import BufferEngine, collect_arrays, plain, restore_arrays, state_rule
 from ..features import MAX_FEATURES
 from ..kernel_arrays import CompiledKernels, resolve_group_columns
+from .._window import blas_limit
 from ..kernels import KERNELS_RULE
 from ..proximal._setup import check_eta0_param, check_gamma_param, common_rows
 from ..proximal.engine import GroupNormEngine
 
 _cf = lazy_module("onlinemkl.proximal._step")
+_cp = lazy_module("onlinemkl.proximal._prox")
 _cs = lazy_module("onlinemkl.sequence._step")
 
 __all__ = ["SequenceEngine", "PARAMS", "LOSSES", "TRANSITION_ARRAYS"]
@@ -144,7 +146,8 @@ class SequenceEngine(GroupNormEngine):
             self.hyper[_cs.H_GAMMA] = self.gamma_unit * math.sqrt(self.mean_loss_at_zero(xs.shape[0]))
         self._ensure_rows(self.n_support + xs.shape[0])
         buf, spec, chain, chain_avg, st = self._records or self._build_records()
-        return _cs.sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, self.b, self.b_new)
+        with blas_limit(xs.shape[0]):  # a word's products have a few rows: extra BLAS threads only wait
+            return _cs.sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, self.b, self.b_new)
 
     def mean_loss_at_zero(self, pending=0):
         """Mean loss at ``theta = 0`` of the sequences learnt so far (and one of length ``pending``).
@@ -176,8 +179,45 @@ class SequenceEngine(GroupNormEngine):
             _cf.averaged_coefficients(n, self.buf.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
             buf, chain = plain(self._prox_rows(coef), _cs.ChainScores(self.Tavg / T, self.S0avg / T, self.S1avg / T))
             sigma = np.ones(F + 1)
-        _cs.sequence_predict(xs, buf, n, spec, sigma, chain, Y, path)
+        with blas_limit(xs.shape[0]):
+            _cs.sequence_predict(xs, buf, n, spec, sigma, chain, Y, path)
         return path
+
+    def loss(self, xs, ys):
+        """The structured loss of one labelled sequence under the current (last) model: the
+        hinge ``max_y (score(y) + cost * Hamming(y, ys)) - score(ys)`` (SVM) or ``log Z - score(ys)``
+        (CRF)."""
+        Y = self.n_labels
+        if Y == 0 or xs.shape[0] == 0:
+            return 0.0
+        buf, spec, chain, _, _ = self._records or self._build_records()
+        with blas_limit(xs.shape[0]):
+            _, _, _, U, T, S0, S1 = _cs.model_scores(xs, _cf.ProxRows(*buf), self.n_support, _cs.KernelSpec(*spec),
+                                                     self.sigma, self.T, self.S0, self.S1, Y)
+        gold = _cs.sequence_score(U, T, S0, S1, ys)
+        if self.hyper[_cs.H_LOSS] == _cs.LOSS_SVM:
+            aug = _cs.viterbi_loss_augmented(U, T, S0, S1, ys, self.hyper[_cs.H_COST],
+                                             np.empty(xs.shape[0], dtype=np.int64))
+            return max(float(aug - gold), 0.0)
+        log_z = _cs.forward_backward(U, T, S0, S1, np.empty((xs.shape[0], Y)), np.empty((Y, Y)))
+        return max(float(log_z - gold), 0.0)
+
+    def regularizer_value(self):
+        """``R(theta)`` of the regulariser from the group norms (kernels, then the transitions);
+        for the sparse group lasso only its group part (the within-group l1 needs coordinates)."""
+        b = self.group_norms()
+        code, param = int(self.hyper[_cs.H_PROX]), float(self.hyper[_cs.H_PROX_PARAM])
+        if code == _cp.PROX_SQ_L21:
+            return 0.5 * float(np.sum(b)) ** 2
+        if code == _cp.PROX_WEIGHTED_SQ_L1:
+            return 0.5 * float(np.sum(np.maximum(self.prox_weights, 0.0) * b)) ** 2
+        if code in (_cp.PROX_L21, _cp.PROX_SPARSE_GROUP_LASSO):
+            return float(np.sum(b))
+        if code == _cp.PROX_NONSPARSE_Q:
+            return 0.5 * float(np.sum(b ** param))
+        if code == _cp.PROX_ELASTIC_NET:
+            return float(np.sum(b)) + 0.5 * param * float(np.sum(b * b))
+        return 0.0
 
     def recompute_theta_sq(self):
         """Squared raw group norms recomputed from the buffer and the transition arrays (tests)."""

@@ -288,6 +288,36 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             total += len(ys)
         return right / total if total else float("nan")
 
+    def objective(self, X_seqs, y_seqs):
+        """The training objective of the current (last) model on labelled sequences:
+        ``lam * R(theta) + mean loss``, Martins et al.'s eq. (10) with ``R`` the regulariser
+        (``0.5 (sum_k ||theta_k||)^2`` for 'sq_l21') and the structured hinge or CRF loss of each
+        sequence.  What the step size is chosen by (the objective after a few epochs), and how
+        to follow training along the epochs.  A label never seen in training raises ``ValueError``.
+        """
+        n = self._length(X_seqs, "X_seqs")
+        if self._length(y_seqs, "y_seqs") != n:
+            raise ValueError(f"{n} sequences but {len(y_seqs)} label sequences; they must match")
+        if not hasattr(self, "_engine"):
+            raise ValueError("the labeller has not learnt anything yet; fit or learn_one first")
+        total = 0.0
+        for i, (xs, ys) in enumerate(zip(X_seqs, y_seqs)):
+            L = self._length(xs, "xs")
+            if self._length(ys, "ys") != L:
+                raise ValueError(f"sequence {i}: xs has {L} positions but ys has {len(ys)} labels")
+            if L == 0:
+                continue
+            idx = np.empty(L, dtype=np.int64)
+            for p, y in enumerate(ys):
+                found = self._labels._find(y)[0]
+                if found is None:
+                    raise ValueError(f"sequence {i}: ys[{p}] = {y!r} was never seen in training; the objective "
+                                     "needs labels the model knows")
+                idx[p] = found
+            X = self._scaled(self._rows(xs, grow=False))
+            total += self._engine.loss(np.ascontiguousarray(X), idx)
+        return float(self.lam) * self._engine.regularizer_value() + (total / n if n else 0.0)
+
     @property
     def classes_(self):
         """The labels seen so far, in order of first appearance."""
