@@ -4,8 +4,8 @@ The question: does ``SequenceMKLLabeler`` reproduce the paper's handwriting expe
 MKL over a linear, a quadratic and a Gaussian kernel labels the letters of handwritten words
 more accurately than any one kernel or their fixed average, and MKL over a linear and a
 B1-spline kernel comes close at a fraction of the time?  Compared against the paper's own
-Table 1 and against a linear-chain CRF (python-crfsuite, L-BFGS) on the same pixels.  How to
-read the report: one row per model as the paper's table (per-character test accuracy, mean ±
+Table 1 and against a linear-chain CRF (python-crfsuite, L-BFGS) on the same pixels.
+How to read the report: one row per model as the paper's table (per-character test accuracy, mean ±
 std over the folds run; training time of 20 epochs; the chosen ``eta0`` and ``C``; the kernel
 weights ``||theta_k|| / sum_l ||theta_l||``, the transitions last), the paper's figures beside
 them; then the CRF peer with its ratios; then the objective and the weights along the epochs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onlinemkl._core import sequence as cs
+from onlinemkl.sequence import _step as cs
 from onlinemkl.proximal._step import ProxRows
 from onlinemkl._core.kernels import prepare_query
 from onlinemkl._core.state import KernelSpec

@@ -307,6 +307,7 @@ def test_package_metadata_licence_classifiers_and_py_typed():
     assert not any(c.startswith("License ::") for c in project["classifiers"])  # the SPDX expression says it
     assert "version" in project["dynamic"]
     assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "onlinemkl.__version__"}
-    assert meta["tool"]["setuptools"]["package-data"]["onlinemkl"] == ["py.typed"]
+    # py.typed, and the bundled OCR words with their provenance (onlinemkl.datasets.load_ocr_words)
+    assert meta["tool"]["setuptools"]["package-data"]["onlinemkl"] == ["py.typed", "data/*.npz", "data/README.md"]
     assert (ROOT / "onlinemkl" / "py.typed").exists() and (ROOT / "streams" / "py.typed").exists()
     assert int(meta["build-system"]["requires"][0].split(">=")[1]) >= 77  # SPDX license expressions
