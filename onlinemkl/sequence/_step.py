@@ -94,9 +94,9 @@ def blas_ready(spec, n_cols):
 
 
 @njit
-def word_kernel_scores(xs, S, ssq, sdiag, coef, beta, n, spec, xsqs, xdiags, Y, gpos):
+def word_kernel_scores(xs, buf, n, spec, xsqs, xdiags, Y, gpos):
     """``gpos[i, k, c] = sum_s coef[s, k] beta[s, c] K_k(x_i, S_s)`` for every position of a word
-    at once, from matrix products.
+    at once, from matrix products; ``buf`` is the model's :class:`ProxRows` (its first ``n`` rows).
 
     Per feature group one BLAS product ``xs S[:n]^T`` gives every dot product of the word
     against the buffer; every kernel of the group derives its values from them and the cached
@@ -113,8 +113,9 @@ def word_kernel_scores(xs, S, ssq, sdiag, coef, beta, n, spec, xsqs, xdiags, Y, 
     gpos[:, :, :Y] = 0.0
     if n == 0 or L == 0:
         return
+    S, ssq, coef, beta = buf.S, buf.ssq, buf.coef, buf.beta
     vals = np.empty((F, L, n))
-    zdiag = np.ascontiguousarray(sdiag[:, :n].T)
+    zdiag = np.ascontiguousarray(buf.sdiag[:, :n].T)
     unused = np.zeros((1, 1))
     Sn = S[:n]
     for g in range(G):
@@ -162,7 +163,7 @@ def unary_scores(xs, buf, n, spec, sigma, gpos, xsqs, xdiags, U):
     for i in range(L):
         prepare_query(xs[i], spec, xsqs[i], xdiags[i])
     if blas_ready(spec, xs.shape[1]) and xs.shape[1] == buf.S.shape[1]:
-        word_kernel_scores(xs, buf.S, buf.ssq, buf.sdiag, buf.coef, buf.beta, n, spec, xsqs, xdiags, Y, gpos)
+        word_kernel_scores(xs, buf, n, spec, xsqs, xdiags, Y, gpos)
     else:
         for i in range(L):
             dense_kernel_scores(Query(xs[i], xsqs[i], xdiags[i]), rows, n, spec, buf.coef, buf.beta, Y, gpos[i])

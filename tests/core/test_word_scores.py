@@ -1,4 +1,4 @@
-"""The sequence labeller's word-at-once kernel scores (``_core/sequence.word_kernel_scores``,
+"""The sequence labeller's word-at-once kernel scores (``sequence/_step.word_kernel_scores``,
 matrix products) against a plain-numpy reference and against the per-position pass."""
 
 from __future__ import annotations
