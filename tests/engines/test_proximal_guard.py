@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import engine_of
 from river import preprocessing
 
 from onlinemkl import ProximalMKLRegressor
@@ -36,7 +37,7 @@ def _bounds(y):
 def test_a_far_input_is_predicted_within_the_targets_range_widened_by_the_margin():
     model = _river()
     lo, hi = _bounds(Y)
-    assert model._engine.target_bounds() == pytest.approx((lo, hi), rel=1e-12)
+    assert engine_of(model).target_bounds() == pytest.approx((lo, hi), rel=1e-12)
     assert model.predict_one(FAR) == pytest.approx(hi, rel=1e-12)  # unbounded: about 800
     far_low = {"a": -800.0, "b": 0.0, "c": 0.0}
     assert lo <= model.predict_one(far_low) <= hi
@@ -59,29 +60,29 @@ def test_the_scikit_learn_face_predicts_within_the_bounds_too():
 
 def test_no_bounds_before_the_first_target_and_learning_uses_the_unbounded_scores():
     model = RiverRegressor()
-    assert model._engine.target_bounds() == (-math.inf, math.inf)
+    assert engine_of(model).target_bounds() == (-math.inf, math.inf)
     assert model.predict_one(FAR) == 0.0
     bounded, unbounded = _river(), _river()
-    unbounded._engine.yrange[:] = (-math.inf, math.inf)  # the bounds off, the state otherwise the same
+    engine_of(unbounded).yrange[:] = (-math.inf, math.inf)  # the bounds off, the state otherwise the same
     for x, y in zip(X[:40], Y[:40]):  # a far input learnt: both models learn the same from it
         for m in (bounded, unbounded):
             m.learn_one({"a": 50.0 * x[0], "b": x[1], "c": x[2]}, float(y))
-    np.testing.assert_array_equal(bounded._engine.buf.coef, unbounded._engine.buf.coef)
+    np.testing.assert_array_equal(engine_of(bounded).buf.coef, engine_of(unbounded).buf.coef)
 
 
 def test_the_bounds_are_saved_with_the_model(tmp_path):
     model = preprocessing.StandardScaler() | _river()
     loaded = load(save(model, tmp_path / "m.omkl"))
     assert loaded.predict_one(FAR) == model.predict_one(FAR)
-    np.testing.assert_array_equal(loaded[-1]._engine.yrange, model[-1]._engine.yrange)
-    assert loaded[-1]._engine.prediction_margin == PREDICTION_MARGIN
+    np.testing.assert_array_equal(engine_of(loaded[-1]).yrange, engine_of(model[-1]).yrange)
+    assert engine_of(loaded[-1]).prediction_margin == PREDICTION_MARGIN
 
 
 def test_a_state_saved_before_the_range_was_kept_stays_unbounded():
     model = _river()
-    params, arrays = model._engine.get_state()
+    params, arrays = engine_of(model).get_state()
     row = model._row(FAR, grow=False)
-    engine = RiverRegressor()._engine
+    engine = engine_of(RiverRegressor())
     engine.set_state(params, {k: v for k, v in arrays.items() if k != "yrange"})
     assert engine.target_bounds() == (-math.inf, math.inf)
     mean, std = engine.target_scale()
@@ -93,14 +94,14 @@ def test_a_state_saved_before_the_range_was_kept_stays_unbounded():
 @pytest.mark.parametrize("bad", [(1.0, np.nan), (2.0, 1.0), (-np.inf, 1.0)])
 def test_a_bad_saved_range_is_refused(bad):
     model = _river()
-    params, arrays = model._engine.get_state()
+    params, arrays = engine_of(model).get_state()
     arrays = {**arrays, "yrange": np.array(bad)}
     with pytest.raises(ValueError, match="yrange"):
-        RiverRegressor()._engine.set_state(params, arrays)
+        engine_of(RiverRegressor()).set_state(params, arrays)
 
 
 def test_a_bad_margin_is_refused():
-    engine = RiverRegressor()._engine
+    engine = engine_of(RiverRegressor())
     for bad in (-1.0, math.inf, "1"):
         with pytest.raises(ValueError, match="prediction_margin"):
             type(engine)(**{**engine._init_args, "prediction_margin": bad})
@@ -111,6 +112,6 @@ def test_a_merge_keeps_the_range_of_every_model():
     for i, (x, y) in enumerate(zip(X[:60], Y[:60])):
         (a if i % 2 else b).learn_one(dict(zip("abc", x)), float(y) + (10.0 if i % 2 else 0.0))
     m = merge([a, b])
-    lo = min(a._engine.yrange[0], b._engine.yrange[0])
-    hi = max(a._engine.yrange[1], b._engine.yrange[1])
-    np.testing.assert_array_equal(m._engine.yrange, [lo, hi])
+    lo = min(engine_of(a).yrange[0], engine_of(b).yrange[0])
+    hi = max(engine_of(a).yrange[1], engine_of(b).yrange[1])
+    np.testing.assert_array_equal(engine_of(m).yrange, [lo, hi])

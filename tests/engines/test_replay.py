@@ -8,14 +8,14 @@ import copy
 
 import numpy as np
 import pytest
+from _helpers import engine_of
 from river import datasets, preprocessing
 
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
-from onlinemkl.proximal import _step as _cf
-from onlinemkl.obscure import _step as _co
 from onlinemkl._replay import MAX_VALUES, ReplayMemory
+from onlinemkl.obscure import _step as _co
+from onlinemkl.proximal import _step as _cf
 from onlinemkl.river import OBSCUREClassifier
-from _helpers import engine_of
 
 
 def test_the_reservoir_holds_a_uniform_sample_of_the_stream():
@@ -92,7 +92,7 @@ def test_the_default_reservoir_holds_a_stream_of_a_few_thousand_examples_whole(f
         model = {"OBSCURE": SkOBSCURE, "proximal": onlinemkl.ProximalMKLClassifier}[learner]()
         for start in range(0, 3000, 500):
             model.partial_fit(X[start:start + 500], y[start:start + 500], classes=[0, 1])
-    mem = model._engine.replay
+    mem = engine_of(model).replay
     assert mem.seen == 3000 and mem.size == 3000, (mem.seen, mem.size)
 
 
@@ -559,8 +559,8 @@ def _stream_step_one_call_per_step(engine, x, yi, switch_after):
 
 def _twin_engines_and_stream(n, n_classes, data_seed, budget, eviction, pegasos, **replay):
     """Two identical OBSCURE engines and ``n`` examples whose last two features arrive at example 60."""
-    from onlinemkl.obscure.engine import ObscureEngine
     from onlinemkl.kernels import default_kernels
+    from onlinemkl.obscure.engine import ObscureEngine
 
     rng = np.random.default_rng(data_seed)
     X = rng.normal(size=(n, 6))

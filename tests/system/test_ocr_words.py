@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import engine_of
 
 from onlinemkl.datasets import load_ocr_words
 from onlinemkl.kernels import Linear, Polynomial
@@ -62,7 +63,7 @@ def test_objective_falls_along_the_epochs_and_bounds_the_errors():
     assert seen[2] < seen[0]
     errors = np.mean([sum(p != c for p, c in zip(model.predict_one(xs), ys)) for xs, ys in zip(X, y)])
     assert seen[2] >= errors
-    reg = model.lam * model._engine.regularizer_value()
+    reg = model.lam * engine_of(model).regularizer_value()
     assert reg > 0 and seen[2] > reg
     with pytest.raises(ValueError, match="never seen in training"):
         model.objective([X[0]], [["?"] * len(y[0])])

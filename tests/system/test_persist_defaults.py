@@ -15,17 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import engine_of
 from river import preprocessing
+from test_saved_kernels import rewrite as rewrite_meta
 
 import onlinemkl._replay as replay_module
 import onlinemkl._window as engines_window
+import onlinemkl.kernels as kernels_module
 import onlinemkl.obscure.engine as engines_obscure
+import onlinemkl.obscure.river as river_obscure
+import onlinemkl.obscure.sklearn as obscure_face
 import onlinemkl.polymkl.engine as engines_polymkl
 import onlinemkl.proximal._setup as engines_proximal
 import onlinemkl.proximal.engine as engines_proximal_engine
-import onlinemkl.kernels as kernels_module
-import onlinemkl.obscure.sklearn as obscure_face
-import onlinemkl.obscure.river as river_obscure
 from onlinemkl import NonlinearKRRRegressor as SkKRR
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
 from onlinemkl import PolyMKLRegressor as SkPoly
@@ -35,8 +37,6 @@ from onlinemkl import SequenceMKLLabeler
 from onlinemkl import river as omr
 from onlinemkl.kernels import RBF, Linear
 from onlinemkl.persist import ModelFileError, load, load_with_meta, save
-from test_saved_kernels import rewrite as rewrite_meta
-from _helpers import engine_of
 
 FIXTURES = Path(__file__).parents[1] / "data" / "persist_v1"
 
@@ -325,4 +325,4 @@ def test_a_file_keeps_the_replay_window_it_was_saved_with(name):
     """The parameters are saved beside the state: a classifier saved with a reservoir of 1000 rows
     keeps it when the default window is another."""
     model = load(FIXTURES / name)
-    assert model.replay_window == 1000 and model._engine.replay.window == 1000
+    assert model.replay_window == 1000 and engine_of(model).replay.window == 1000
