@@ -286,8 +286,8 @@ rnd = random.Random(0)
 def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0, rejected, peak0 = time.monotonic(), 0, None
-for i in range(100_000):
-    if i == 20_000:
+for i in range(50_000):
+    if i == 10_000:
         peak0 = rss_mib()
     x = {"a": rnd.random(), "b": rnd.random(), f"id{rnd.getrandbits(40)}": 1.0}
     try:
@@ -296,20 +296,20 @@ for i in range(100_000):
         rejected += 1
     if time.monotonic() - t0 > 120:
         print(f"too slow: {i} rows in 120 s"); sys.exit(3)
-print(peak0, rss_mib(), rejected, m._engine.n_features)
+print(peak0, rss_mib(), rejected, len(m._features))
 """
 
 
 @pytest.mark.parametrize("kind", ["cap", "hashing"])
-def test_memory_is_flat_over_1e5_rows_of_random_feature_names(kind):
+def test_memory_is_flat_over_5e4_rows_of_random_feature_names(kind):
     """If every row's new name widened every stored example, memory and time per row would grow
     without bound."""
     out = run_script(ENDLESS.replace("sys.argv[1]", repr(kind)))
     assert out.returncode == 0, (out.returncode, out.stdout[-1000:], out.stderr[-2000:])
-    peak_20k, peak_100k, rejected, n_features = out.stdout.split()
-    assert float(peak_100k) - float(peak_20k) < 16.0  # MiB, over the last 80 000 rows
+    peak_10k, peak_50k, rejected, n_features = out.stdout.split()
+    assert float(peak_50k) - float(peak_10k) < 16.0  # MiB, over the last 40 000 rows
     if kind == "cap":
-        assert int(n_features) == 50 and int(rejected) == 100_000 - 48  # 'a', 'b' + 48 ids fit
+        assert int(n_features) == 50 and int(rejected) == 50_000 - 48  # 'a', 'b' + 48 ids fit
     else:
         assert int(n_features) == 64 and int(rejected) == 0
 
