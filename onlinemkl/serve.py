@@ -112,6 +112,27 @@ class RequestError(ValueError):
     """A request the server answers with an error reply."""
 
 
+def _json_object(line: bytes, example: str) -> dict:
+    """The request line decoded: a JSON object, or a :class:`RequestError` that shows one."""
+    try:
+        req = json.loads(line)
+    except UnicodeDecodeError:
+        raise RequestError("the line is not UTF-8 text") from None
+    except ValueError as exc:
+        raise RequestError(f"malformed JSON ({exc})") from None
+    if not isinstance(req, dict):
+        raise RequestError(f"a request is a JSON object such as {example}")
+    return req
+
+
+def _check_value(v, where: str) -> None:
+    """A feature value is a finite JSON number of magnitude at most ``MAX_ABS_VALUE``."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (type(v) is float and not math.isfinite(v)):
+        raise RequestError(f"{where} = {v!r} is not a finite number")
+    if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
+        raise RequestError(f"{where} = {v!r} {TOO_LARGE}")
+
+
 def _label_ok(y) -> bool:
     if isinstance(y, (bool, str)):
         return True
@@ -479,25 +500,15 @@ class ModelServer:
     def parse(line: bytes) -> dict:
         """A validated request: ``x`` a dict of finite numbers of magnitude at most 1e50 (checked here,
         before a scaler in front of the learner learns from them), ``y`` a JSON scalar, ``proba`` a bool."""
-        try:
-            req = json.loads(line)
-        except UnicodeDecodeError:
-            raise RequestError("the line is not UTF-8 text") from None
-        except ValueError as exc:
-            raise RequestError(f"malformed JSON ({exc})") from None
-        if not isinstance(req, dict):
-            raise RequestError('a request is a JSON object such as {"x": {"f1": 0.5}} or {"x": {...}, "y": "a"}')
+        req = _json_object(line, '{"x": {"f1": 0.5}} or {"x": {...}, "y": "a"}')
         unknown = set(req) - _KEYS
         if unknown:
             raise RequestError(f"unknown keys {sorted(unknown)}; a request has x, and optionally y, proba, id")
         x = req.get("x")
         if not isinstance(x, dict):
             raise RequestError('"x" must be a JSON object mapping feature names to numbers')
-        for k, v in x.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (type(v) is float and not math.isfinite(v)):
-                raise RequestError(f"feature {k!r} = {v!r} is not a finite number")
-            if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:  # before the pipeline's running statistics see it
-                raise RequestError(f"feature {k!r} = {v!r} {TOO_LARGE}")
+        for k, v in x.items():  # before the pipeline's running statistics see them
+            _check_value(v, f"feature {k!r}")
         if "y" in req and not _label_ok(req["y"]):
             raise RequestError(f'"y" = {req["y"]!r}: a label is a JSON string, number or boolean')
         if not isinstance(req.get("proba", False), bool):
@@ -508,15 +519,7 @@ class ModelServer:
     def parse_sequence(line: bytes, max_tokens: int = DEFAULTS["max_sequence_length"]) -> dict:
         """A validated sequence request: ``xs`` a list of at most ``max_tokens`` rows of finite numbers of
         magnitude at most 1e50, all of one length; ``ys`` (optional) one JSON scalar per row."""
-        try:
-            req = json.loads(line)
-        except UnicodeDecodeError:
-            raise RequestError("the line is not UTF-8 text") from None
-        except ValueError as exc:
-            raise RequestError(f"malformed JSON ({exc})") from None
-        if not isinstance(req, dict):
-            raise RequestError('a request is a JSON object such as {"xs": [[0.5, 1.0], [0.1, 2.0]]} or '
-                               '{"xs": [...], "ys": ["B", "I"]}')
+        req = _json_object(line, '{"xs": [[0.5, 1.0], [0.1, 2.0]]} or {"xs": [...], "ys": ["B", "I"]}')
         unknown = set(req) - _SEQUENCE_KEYS
         if unknown:
             raise RequestError(f"unknown keys {sorted(unknown)}; this model labels sequences: a request has xs (one "
@@ -535,10 +538,7 @@ class ModelServer:
                 raise RequestError(f"xs[{i}] has {len(row)} numbers but xs[0] has {len(xs[0])}; every token needs "
                                    "the same features")
             for j, v in enumerate(row):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or (type(v) is float and not math.isfinite(v)):
-                    raise RequestError(f"xs[{i}][{j}] = {v!r} is not a finite number")
-                if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-                    raise RequestError(f"xs[{i}][{j}] = {v!r} {TOO_LARGE}")
+                _check_value(v, f"xs[{i}][{j}]")
         if "ys" in req:
             ys = req["ys"]
             if not isinstance(ys, list) or len(ys) != len(xs):
