@@ -6,8 +6,6 @@ files.  ``get_params()['kernels']`` stays None.  Files without the record (writt
 existed) load as before; files whose record does not fit their arrays are refused.
 """
 
-import json
-import zipfile
 
 import numpy as np
 import pytest
@@ -21,7 +19,7 @@ from onlinemkl import SequenceMKLLabeler
 from onlinemkl.kernels import RBF, Laplacian, Linear
 from onlinemkl.persist import ModelFileError, load
 from onlinemkl.river import OBSCUREClassifier, ProximalMKLClassifier, ProximalMKLRegressor
-from _helpers import engine_of
+from _helpers import engine_of, rewrite_meta
 
 #: What the default sets are patched to after saving: another count, kinds and bandwidths.
 OTHER = (RBF(gamma_scale=0.3), Linear())
@@ -192,19 +190,6 @@ def test_a_loaded_sklearn_model_refits_with_its_kernels_and_clones_with_todays(t
 # -- files without the record, and files whose record is wrong ---------------------------------
 
 
-def rewrite(src, dst, edit):
-    """Copy a model file with its meta.json edited by ``edit(meta)``."""
-    with zipfile.ZipFile(src) as zin:
-        entries = {n: zin.read(n) for n in zin.namelist()}
-    meta = json.loads(entries.pop("meta.json"))
-    edit(meta)
-    with zipfile.ZipFile(dst, "w") as zout:
-        for n, data in entries.items():
-            zout.writestr(n, data)
-        zout.writestr("meta.json", json.dumps(meta))
-    return dst
-
-
 def engine_params(meta):
     return meta["model"]["state"]["engine"]
 
@@ -221,7 +206,7 @@ def test_a_file_without_the_record_loads_with_the_parameter_s_kernels(saved, tmp
         engine_params(meta).pop("kernels")
         engine_params(meta).pop("settings")
 
-    old = rewrite(path, tmp_path / "old.omkl", strip)
+    old = rewrite_meta(path, tmp_path / "old.omkl", strip)
     loaded = load(old)
     assert river_predictions(loaded) == river_predictions(model)
     assert the_kernels(loaded) == the_kernels(model)  # today's kernels fit its arrays: used as always
@@ -245,21 +230,21 @@ def test_a_record_that_does_not_fit_the_arrays_is_refused(saved, tmp_path):
             kernels[0]["kind"] = "Laplacian"  # the file's codes say RBF
 
     with pytest.raises(ModelFileError, match="kernel codes and groups do not match"):
-        load(rewrite(path, tmp_path / "kind.omkl", kind))
+        load(rewrite_meta(path, tmp_path / "kind.omkl", kind))
 
     def count(meta):
         for kernels in recorded(meta):
             kernels.pop()  # one kernel fewer than the arrays hold
 
     with pytest.raises(ModelFileError, match=r"count\.omkl.*inconsistent"):
-        load(rewrite(path, tmp_path / "count.omkl", count))
+        load(rewrite_meta(path, tmp_path / "count.omkl", count))
 
 
 @pytest.mark.parametrize("value, message", [([1, 2], "state's kernels"), ([], "non-empty list"),
                                             ("RBF", "non-empty list")])
 def test_a_record_that_is_not_kernels_is_refused(saved, tmp_path, value, message):
     _, path = saved
-    bad = rewrite(path, tmp_path / "bad.omkl", lambda m: engine_params(m).update(kernels=value))
+    bad = rewrite_meta(path, tmp_path / "bad.omkl", lambda m: engine_params(m).update(kernels=value))
     with pytest.raises(ModelFileError, match=message):
         load(bad)
 
@@ -276,4 +261,4 @@ def test_a_record_that_differs_from_a_given_kernels_parameter_is_refused(tmp_pat
         engine_params(meta)["kernels"][0]["gamma_scale"] = 2.0
 
     with pytest.raises(ModelFileError, match="records the kernels .*RBF.*gamma_scale=2.0.* but the learner was built"):
-        load(rewrite(path, tmp_path / "other.omkl", edit))
+        load(rewrite_meta(path, tmp_path / "other.omkl", edit))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from _helpers import engine_of
 from river import preprocessing
-from test_saved_kernels import rewrite as rewrite_meta
+from _helpers import rewrite_meta
 
 import onlinemkl._replay as replay_module
 import onlinemkl._window as engines_window
