@@ -551,6 +551,10 @@ def defaults_section(doc, script, cap, total_s, candidates, method, summary_doc,
 TASKS = ("classification", "regression")
 
 
+def _load(avg):
+    return "/".join(f"{v:.1f}" for v in avg)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -573,6 +577,7 @@ def main(argv=None):
     import onlinemkl
 
     t0 = time.perf_counter()
+    load_start = os.getloadavg()
     learners = {"classification": ["obscure", "proximal"], "regression": ["proximal-regressor"]}
     compile_s = onlinemkl.warmup([w for t in tasks for w in learners[t]], progress=False)
     print(f"warm-up (compile or cache load): {compile_s}", flush=True)
@@ -588,10 +593,13 @@ def main(argv=None):
     warm_s = sum(compile_s.values()) if isinstance(compile_s, dict) else compile_s
     notes = (f"Each default learner, one prequential pass, against river's best model and a batch kernel "
              f"machine on held-out data; whole run {time.perf_counter() - t0:.0f} s, of which {warm_s:.0f} s "
-             "compiling or loading the compiled code (not in any timing).\n\n" + "\n".join(sections))
+             "compiling or loading the compiled code (not in any timing).  Load average (1/5/15 min) "
+             f"{_load(load_start)} at the start and {_load(os.getloadavg())} at the end (the throughputs "
+             "are comparable only between runs at a similar load).\n\n" + "\n".join(sections))
     write_report("defaults", None, title="Default learners against a batch SVC / KRR and river's best",
                  notes=notes, quick=args.quick or partial,
-                 extra={**data, "extra_specs": args.extra, "warmup_seconds": compile_s})
+                 extra={**data, "extra_specs": args.extra, "warmup_seconds": compile_s,
+                        "loadavg_start": load_start, "loadavg_end": os.getloadavg()})
 
 
 if __name__ == "__main__":
