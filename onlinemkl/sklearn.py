@@ -184,6 +184,35 @@ class EngineClassifier(EngineEstimator):
         if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ValueError(f"classes={list(classes)!r} differs from the first call's {self.classes_.tolist()}")
 
+    def _partial_fit_batch(self, X, y, classes):
+        """``partial_fit``'s batch checked, then committed: returns the engine, the rows (scaled) and
+        the encoded labels.
+
+        ``classes`` is required on the first call and, when given later, must be the first call's.
+        Everything is checked before the face changes, so a rejected batch leaves the model unchanged.
+        """
+        first = not hasattr(self, "_engine")
+        X = self._rows(X, first)
+        y = check_labels(y, X.shape[0])
+        if first:
+            classes = self._first_classes(classes)
+            engine = self._new_engine(classes)
+            engine.set_features(X.shape[1])
+            scaling = self._new_scaling()
+        else:
+            self._same_classes(classes)
+            engine, classes, scaling = self._engine, self.classes_, self._scaling
+        yi = self._encode(y, classes, self._binary_labels(engine, classes))
+        if scaling is not None:
+            X = scaling.learn_rows(X)
+        self._engine, self.classes_, self.n_features_in_, self._scaling = engine, classes, X.shape[1], scaling
+        return engine, X, yi
+
+    @staticmethod
+    def _binary_labels(engine, classes) -> bool:
+        """Whether labels are encoded as -1/+1 for one output (two classes) rather than as indices."""
+        return len(classes) == 2
+
     @staticmethod
     def _fit_classes(y):
         classes = np.unique(y)

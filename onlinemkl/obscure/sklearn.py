@@ -161,25 +161,14 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
         ``classes`` (every label that can ever occur) is required on the first call.
         A rejected batch leaves the model unchanged.
         """
-        first = not hasattr(self, "_engine")
-        X = self._rows(X, first)
-        y = check_labels(y, X.shape[0])
-        if first:
-            classes = self._first_classes(classes)
-            engine = self._new_engine(classes)
-            engine.set_features(X.shape[1])
-            scaling = self._new_scaling()
-        else:
-            self._same_classes(classes)
-            engine, classes, scaling = self._engine, self.classes_, self._scaling
-        yi = self._encode(y, classes, engine.binary)
-        # Everything is checked: commit.
-        if scaling is not None:
-            X = scaling.learn_rows(X)
-        self._engine, self.classes_, self.n_features_in_, self._scaling = engine, classes, X.shape[1], scaling
+        engine, X, yi = self._partial_fit_batch(X, y, classes)
         for i in range(X.shape[0]):
             engine.stream_learn(X[i], yi[i], self.switch_after)
         return self
+
+    @staticmethod
+    def _binary_labels(engine, classes) -> bool:
+        return engine.binary  # the loss decides: the binary hinge has one output
 
     # -- prediction ----------------------------------------------------------------------
 

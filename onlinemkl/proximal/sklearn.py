@@ -82,21 +82,11 @@ class ProximalMKLClassifier(ClassifierMixin, _ProximalFace, EngineClassifier):
         return self
 
     def partial_fit(self, X, y, classes=None):
-        """Learn from a mini-batch in order; ``classes`` is required on the first call."""
-        first = not hasattr(self, "_engine")
-        X = self._rows(X, first)
-        y = check_labels(y, X.shape[0])
-        if first:
-            classes = self._first_classes(classes)
-            engine = self._new_engine(classes)
-            engine.set_features(X.shape[1])
-            scaling = self._new_scaling()
-        else:
-            engine, classes, scaling = self._engine, self.classes_, self._scaling
-        yi = self._encode(y, classes, len(classes) == 2)
-        if scaling is not None:
-            X = scaling.learn_rows(X)
-        self._engine, self.classes_, self.n_features_in_, self._scaling = engine, classes, X.shape[1], scaling
+        """Learn from a mini-batch in order; ``classes`` is required on the first call.
+
+        A rejected batch leaves the model unchanged.
+        """
+        engine, X, yi = self._partial_fit_batch(X, y, classes)
         self._learn_rows(engine, X, yi, range(X.shape[0]))
         return self
 

@@ -464,3 +464,15 @@ def test_a_value_at_the_bound_keeps_outputs_finite_without_scaling(name):
     model.learn_one(x, "u" if name.endswith("Classifier") else 1.0)
     check_outputs(model, x)
     check_outputs(model, {"a": 0.5, "b": 0.1})
+
+
+@pytest.mark.parametrize("name", [n for n in SKLEARN if n.endswith("Classifier")])
+def test_partial_fit_refuses_other_classes_later_and_changes_nothing(name):
+    """``classes`` on a later ``partial_fit`` call is the first call's, or an error naming both."""
+    model = sklearn_model(name)
+    before = snapshot(model)
+    X = np.zeros((2, 2))
+    with pytest.raises(ValueError, match=r"classes=\[0, 1, 2\] differs from the first call's \[0, 1\]"):
+        model.partial_fit(X, [0, 1], classes=[0, 1, 2])
+    assert_same_state(before, snapshot(model))
+    model.partial_fit(X, [0, 1], classes=[1, 0])  # the same set, in any order
