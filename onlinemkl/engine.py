@@ -346,6 +346,33 @@ def restore_arrays(obj, arrays: dict, names) -> None:
         setattr(owner, last, np.array(arrays[name], order="C", copy=True))
 
 
+def split_hyper(arrays: dict, floats: dict, ints: dict, need, missing=None) -> dict:
+    """``arrays`` with a float-only ``hyper`` and an int64 ``ihyper``, from a state saved when one
+    float ``hyper`` array held both the real-valued and the integer settings of the compiled step
+    (no ``ihyper`` array); any other state as it is.
+
+    ``floats`` and ``ints`` map each index of the new ``hyper`` and ``ihyper`` to the index in
+    the saved ``hyper`` that held it; ``missing`` gives the values of saved indices past the end
+    of a shorter saved array (a setting added later).  ``need`` (:func:`state_rule`) refuses a
+    saved ``hyper`` that is not a 1-D float array of the expected length or whose integer
+    settings are not whole numbers.
+    """
+    if "ihyper" in arrays or "hyper" not in arrays:
+        return arrays
+    old, missing = arrays["hyper"], dict(missing or {})
+    size = max(max(floats.values()), max(ints.values())) + 1
+    ok = isinstance(old, np.ndarray) and old.dtype == np.float64 and old.ndim == 1
+    need(ok and size - len(missing) <= old.shape[0] <= size,
+         f"hyper is {getattr(old, 'dtype', type(old).__name__)} of shape {getattr(old, 'shape', None)}; "
+         f"a state without an ihyper array has a float64 hyper of {size} entries")
+    full = np.array([old[i] if i < old.shape[0] else missing[i] for i in range(size)], dtype=np.float64)
+    whole = full[[ints[k] for k in range(len(ints))]]
+    need(bool(np.all(np.isfinite(whole) & (whole == np.round(whole)))),
+         f"the integer settings in hyper {whole.tolist()} are not whole numbers")
+    return {**arrays, "hyper": full[[floats[k] for k in range(len(floats))]],
+            "ihyper": whole.astype(np.int64)}
+
+
 def check_finite(obj, names, need) -> None:
     """``need`` every array at the dotted ``names`` to hold finite values only."""
     for name in names:

@@ -232,6 +232,12 @@ def _protocol_dump(obj):
     return _init_params(obj), state, arrays, []
 
 
+#: Arrays of a learner's state that an older file lacks and that loading derives from another of
+#: its arrays (the integer settings of the compiled step, split off the float ``hyper``): the
+#: restored model saves them although the file did not hold them.
+_DERIVED_ON_LOAD = {"ihyper": "hyper"}
+
+
 def _protocol_build(cls, params, state, arrays, children):
     try:
         obj = cls(**params)
@@ -242,9 +248,10 @@ def _protocol_build(cls, params, state, arrays, children):
     # A file whose class name was edited can restore "successfully" onto another class (e.g. as an
     # unfitted model): what the restored model would save again must be what the file holds.
     again, again_arrays = obj._get_state()
+    derived = {name for name, source in _DERIVED_ON_LOAD.items() if name not in arrays and source in arrays}
     if isinstance(state, dict) and isinstance(again, dict) and (set(again) != set(state)
-                                                                or set(again_arrays) != set(arrays)):
-        diff = sorted(map(str, set(state) ^ set(again))) + sorted(set(arrays) ^ set(again_arrays))
+                                                                or set(again_arrays) - derived != set(arrays)):
+        diff = sorted(map(str, set(state) ^ set(again))) + sorted(set(arrays) ^ (set(again_arrays) - derived))
         raise ValueError(f"the file's state does not fit a {cls.__name__} (state keys or arrays differ: "
                          f"{', '.join(diff[:6])}): the metadata names another learner class than the one "
                          "that wrote the file")

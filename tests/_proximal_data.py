@@ -71,11 +71,11 @@ def _engine_and_reference(est, n_classes, regression):
     eng = est._new_engine() if regression else est._new_engine(np.arange(n_classes))
     eng.set_features(D)
     st = settings(est, regression, None)
-    h = eng.hyper
-    ref = MergingNaiveFobos(eng.ck.kernels, eng.explicit_groups, D, eng.n_outputs, int(h[_cf.H_LOSS]), int(h[_cf.H_PROX]),
-                     h[_cf.H_LAM], h[_cf.H_PROX_PARAM], st["weights"], int(h[_cf.H_SCHEDULE]), h[_cf.H_ETA0],
-                     h[_cf.H_SIGMA_SC], h[_cf.H_GAMMA], int(h[_cf.H_BUDGET]), est.eviction, h[_cf.H_EPSILON],
-                     int(h[_cf.H_GROUP_STEPS]))
+    h, s = eng.hyper, eng.ihyper
+    ref = MergingNaiveFobos(eng.ck.kernels, eng.explicit_groups, D, eng.n_outputs, int(s[_cf.IH_LOSS]), int(s[_cf.IH_PROX]),
+                     h[_cf.H_LAM], h[_cf.H_PROX_PARAM], st["weights"], int(s[_cf.IH_SCHEDULE]), h[_cf.H_ETA0],
+                     h[_cf.H_SIGMA_SC], h[_cf.H_GAMMA], int(s[_cf.IH_BUDGET]), est.eviction, h[_cf.H_EPSILON],
+                     int(s[_cf.IH_GROUP_STEPS]))
     return eng, ref
 
 

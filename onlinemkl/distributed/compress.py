@@ -64,7 +64,7 @@ def compress(u, eng, K, B, theta_sq, G, budget):
     alive = np.arange(n)
     coef = np.ascontiguousarray(u.coef)
     F = K.shape[0]
-    policy = int(eng.hyper[_co.H_POLICY])
+    policy = int(eng.ihyper[_co.IH_POLICY])
     track = policy == _cb.EVICT_LEAST_IMPACT
     params = eng.ck.params
     a = np.full(F, 1.0)
@@ -113,9 +113,9 @@ def compress_proximal(u, eng, K, B, budget, caches):
                         np.array(u.stamps, dtype=np.int64), avg, np.zeros((n, F)))
     istate = np.zeros(_cf.N_ISTATE, dtype=np.int64)
     istate[_cf.I_N] = n
-    hyper = eng.hyper.copy()
-    hyper[_cf.H_NOUT] = C
-    st = _cf.GroupState(np.zeros(F), np.ones(F), np.zeros(F), np.ones(F), istate, hyper)
+    ihyper = eng.ihyper.copy()
+    ihyper[_cf.IH_NOUT] = C
+    st = _cf.GroupState(np.zeros(F), np.ones(F), np.zeros(F), np.ones(F), istate, eng.hyper.copy(), ihyper)
     order = np.arange(n, dtype=np.int64)
     m = int(_cf.compress_rows(int(budget), tuple(rows), tuple(eng.ck.spec()), tuple(st), order))
     kept = order[:m]

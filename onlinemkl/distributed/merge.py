@@ -137,7 +137,7 @@ class _Expansion:
             self.cls = np.stack([a["buf.ypos"][:n], a["buf.yneg"][:n]], axis=1)
             self.coef = a["buf.coef"][:n] * a["fstate"][_co.F_SCALE]
         else:
-            C = max(int(a["hyper"][_cf.H_NOUT]), 1)
+            C = max(int(a["ihyper"][_cf.IH_NOUT]), 1)
             F = a["buf.coef"].shape[1]
             sigma = a["sigma"]
             self.cls = a["beta"][:n, :C]
@@ -311,7 +311,7 @@ def merge_states(learner, states, weights=None):
         B = u.class_matrix()
         budget = eng.buf.budget
         if budget is not None and u.X.shape[0] > budget:
-            track = u.kind == "obscure" and eng.hyper[_co.H_POLICY] == _cb.EVICT_LEAST_IMPACT
+            track = u.kind == "obscure" and eng.ihyper[_co.IH_POLICY] == _cb.EVICT_LEAST_IMPACT
             theta_sq, G = group_norms(u.coef, B, K) if track else (None, None)
             theta_sq = compress(u, eng, K, B, theta_sq, G, budget)
         else:
@@ -370,10 +370,11 @@ def _write(u, eng, theta_sq, states, weights):
         fst[_co.F_SCALE] = 1.0
         for i in (_co.F_S, _co.F_LOSS_SUM, _co.F_LOSS_N):
             fst[i] = _wmean([a["fstate"][i] for a in arrays], weights)
-        stage2 = [a for a in arrays if a["hyper"][_co.H_STAGE] == 2.0]
+        stage2 = [a for a in arrays if a["ihyper"][_co.IH_STAGE] == 2]
         if stage2 and eng.stage != 2:
-            for i in (_co.H_LAM, _co.H_R, _co.H_STAGE):
+            for i in (_co.H_LAM, _co.H_R):
                 eng.hyper[i] = stage2[0]["hyper"][i]
+            eng.ihyper[_co.IH_STAGE] = 2
     else:
         F = eng.ck.n_kernels
         C = eng.beta.shape[1]

@@ -219,11 +219,11 @@ def _compress(u, eng, budget):
     rows = _cf.ProxRows(X, ssq, sdiag, coef, beta, u.stamps.copy(), avg, np.zeros((n, F)))
     istate = np.zeros(_cf.N_ISTATE, dtype=np.int64)
     istate[_cf.I_N] = n
-    hyper = np.zeros(_cf.N_HYPER)
-    hyper[_cf.H_POLICY] = eng.hyper[_cs.H_POLICY]
-    hyper[_cf.H_BUDGET] = budget
-    hyper[_cf.H_NOUT] = beta.shape[1]
-    st = _cf.GroupState(np.zeros(F), np.ones(F), np.zeros(F), np.ones(F), istate, hyper)
+    ihyper = np.zeros(_cf.N_IHYPER, dtype=np.int64)
+    ihyper[_cf.IH_POLICY] = eng.ihyper[_cs.IH_POLICY]
+    ihyper[_cf.IH_BUDGET] = budget
+    ihyper[_cf.IH_NOUT] = beta.shape[1]
+    st = _cf.GroupState(np.zeros(F), np.ones(F), np.zeros(F), np.ones(F), istate, np.zeros(_cf.N_HYPER), ihyper)
     order = np.arange(n, dtype=np.int64)
     m = int(_cf.compress_rows(int(budget), tuple(rows), tuple(eng.ck.spec()), tuple(st), order))
     kept = order[:m].copy()

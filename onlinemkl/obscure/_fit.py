@@ -15,7 +15,7 @@ from .._core.buffer import fold_scales
 from .._core.kernels import ROW_BLOCK
 from .._core.scores import add_block_scores, dense_accumulation
 from .._core.state import KernelSpec, LabelledRows
-from ._step import (F_SCALE, H_BINARY, H_LAM, H_NCLASS, H_PEGASOS, H_Q, H_STAGE, I_N, I_T, SCALE_FOLD_LOW,
+from ._step import (F_SCALE, H_LAM, H_Q, I_N, I_T, IH_BINARY, IH_NCLASS, IH_PEGASOS, IH_STAGE, SCALE_FOLD_LOW,
                     SCORES_GIVEN, SCORES_MIXED, ObscureState, hinge_step_direction, mirror_weights, obscure_step)
 
 
@@ -49,7 +49,7 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
     # Multiclass: the scores from the mixed kernel, and the per-kernel scores only of the two
     # outputs an update needs (gather_mixed).  Binary problems have one output, which every
     # update needs per kernel: the dense sums of add_block_scores.
-    binary = st.hyper[H_BINARY] != 0.0
+    binary = st.ihyper[IH_BINARY] != 0
     mixed = not binary
     a = np.empty(F)
     km = np.empty(Kt.shape[2] if mixed else 0)
@@ -58,7 +58,7 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
         ms, mt = (merge[2 * i], merge[2 * i + 1]) if merge_rows else (-1, -1)
         n0 = istate[I_N]
         if G is not None:
-            n_out = 1 if binary else int(st.hyper[H_NCLASS])
+            n_out = 1 if binary else st.ihyper[IH_NCLASS]
             for j in range(F):
                 for c in range(n_out):
                     g[j, c] = G[j, c, i]
@@ -86,7 +86,7 @@ def obscure_fit_run(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
                 merge[2 * i] = slot
                 merge[2 * i + 1] = buf.tstamp[slot]
         if G is not None:
-            if st.hyper[H_STAGE] == 2.0 and (istate[I_T] == 1 or st.fstate[F_SCALE] == 1.0):
+            if st.ihyper[IH_STAGE] == 2 and (istate[I_T] == 1 or st.fstate[F_SCALE] == 1.0):
                 # Stage 2's first step may drop every row (Pegasos), and it shrinks the scale at
                 # every step, so 1 after a step means the lazy scale was folded into the
                 # coefficients.  Both rescale many rows: recompute.
@@ -124,7 +124,7 @@ def obscure_fit_chunk(idx, X, Yi, Kc, G, buf, spec, st, merge, pending):
     where, delta = pending
     F = G.shape[0]
     coef, ypos, yneg, g, istate, fstate = buf.coef, buf.ypos, buf.yneg, st.g, st.istate, st.fstate
-    n_out = 1 if st.hyper[H_BINARY] != 0.0 else int(st.hyper[H_NCLASS])
+    n_out = 1 if st.ihyper[IH_BINARY] != 0 else st.ihyper[IH_NCLASS]
     merge_rows = merge.shape[0] == 2 * X.shape[0]
     q, lam = st.hyper[H_Q], st.hyper[H_LAM]
     n_updates, n_pend = 0, 0
@@ -151,7 +151,7 @@ def obscure_fit_chunk(idx, X, Yi, Kc, G, buf, spec, st, merge, pending):
         n0 = istate[I_N]
         c0 = coef[ms, 0] if ms >= 0 and ms < n0 else 0.0
         # obscure_step's first stage-2 shrink under Pegasos, the same operations: <= 0 drops every row
-        dropped = (st.hyper[H_STAGE] == 2.0 and st.hyper[H_PEGASOS] != 0.0 and istate[I_T] == 0
+        dropped = (st.ihyper[IH_STAGE] == 2 and st.ihyper[IH_PEGASOS] != 0 and istate[I_T] == 0
                    and 1.0 - lam * (q / (lam * 1 + 0.0)) / q <= 0.0)
         updated, slot = obscure_step(X[i], Yi[i], buf, spec, st, SCORES_GIVEN, ms, mt, False, None)[2:]
         if dropped:  # Pegasos at its first stage-2 step: every stored row dropped
@@ -234,11 +234,11 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
     read per row instead of ``F`` scattered ones.
     """
     coef, ypos, yneg = buf.coef, buf.ypos, buf.yneg
-    theta_sq, istate, fstate, hyper, g, scores = st
+    theta_sq, istate, fstate, hyper, ihyper, g, scores = st
     F = g.shape[0]
     n = istate[I_N]
-    binary = hyper[H_BINARY] != 0.0
-    n_out = 1 if binary else int(hyper[H_NCLASS])
+    binary = ihyper[IH_BINARY] != 0
+    n_out = 1 if binary else ihyper[IH_NCLASS]
     mirror_weights(theta_sq, hyper[H_Q], a)
     for c in range(n_out):
         scores[c] = 0.0

@@ -36,18 +36,21 @@ from .._core.kernels import block_work, effective_diag, kernel_row_block, prepar
 from .._core.scores import kernel_scores
 from .._core.state import KernelSpec, LabelledRows, Query, Rows
 
-# Indices into the ``hyper`` array (read-only settings).
+# Indices into the float64 ``hyper`` array (the real-valued settings).
 H_Q = 0  # dual exponent q = p / (p - 1)
 H_ETA = 1  # stage-1 step size
 H_LAM = 2  # regularisation lambda
 H_R = 3  # stage-2 radius R (ball of radius q R on theta)
-H_STAGE = 4  # 1 or 2
-H_PEGASOS = 5  # 1: s_t = 0
-H_BUDGET = 6  # maximum stored examples (0: unbounded)
-H_POLICY = 7  # eviction policy code
-H_BINARY = 8  # 1: binary hinge with one output
-H_NCLASS = 9  # number of outputs in use (classes seen)
-N_HYPER = 10
+N_HYPER = 4
+
+# Indices into the int64 ``ihyper`` array (the integer settings: codes, flags, counts).
+IH_STAGE = 0  # 1 or 2
+IH_PEGASOS = 1  # 1: s_t = 0
+IH_BUDGET = 2  # maximum stored examples (0: unbounded)
+IH_POLICY = 3  # eviction policy code
+IH_BINARY = 4  # 1: binary hinge with one output
+IH_NCLASS = 5  # number of outputs in use (classes seen)
+N_IHYPER = 6
 
 # Indices into the mutable ``istate`` array.
 I_N = 0  # stored examples
@@ -67,14 +70,16 @@ N_FSTATE = 4
 
 class ObscureState(NamedTuple):
     """An OBSCURE model's state beside its buffer: ``theta_sq[F]`` (``||raw theta^j||^2``), the
-    integer and float counters ``istate``/``fstate`` (``I_*``, ``F_*``), the read-only settings
-    ``hyper`` (``H_*``), and scratch for the raw per-kernel scores ``g[F, C]`` and the output
-    scores ``scores[C]``."""
+    integer and float counters ``istate``/``fstate`` (``I_*``, ``F_*``), the real-valued
+    settings ``hyper`` (``H_*``) and the integer ones ``ihyper`` (``IH_*``; the stage and the
+    outputs in use change as the model learns), and scratch for the raw per-kernel scores
+    ``g[F, C]`` and the output scores ``scores[C]``."""
 
     theta_sq: np.ndarray
     istate: np.ndarray
     fstate: np.ndarray
     hyper: np.ndarray
+    ihyper: np.ndarray
     g: np.ndarray
     scores: np.ndarray
 
@@ -222,7 +227,7 @@ def obscure_run(order, X, Yi, buf, spec, st, mode, merge, eviction):
 
 @njit
 def make_room(policy, query, buf, spec, st, a):
-    """Evict a stored row under :data:`H_BUDGET` for the update of ``query``; returns the freed slot.
+    """Evict a stored row under :data:`IH_BUDGET` for the update of ``query``; returns the freed slot.
 
     ``policy``: ``buffer.EVICT_*``; ``a``: the mirror weights of this step.  Before the row
     goes, its contribution is projected onto the stored row that keeps most of it
@@ -288,15 +293,15 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only,
     The caller guarantees capacity for one more stored example.
     """
     S, ssq, sdiag, ypos, yneg, coef, tstamp = buf
-    theta_sq, istate, fstate, hyper, g, scores = st
+    theta_sq, istate, fstate, hyper, ihyper, g, scores = st
     params = spec.params
     rows = Rows(S, ssq, sdiag)
     G = spec.gptr.shape[0] - 1
     F = spec.codes.shape[0]
     q = hyper[H_Q]
     lam = hyper[H_LAM]
-    binary = hyper[H_BINARY] != 0.0
-    n_out = 1 if binary else int(hyper[H_NCLASS])
+    binary = ihyper[IH_BINARY] != 0
+    n_out = 1 if binary else ihyper[IH_NCLASS]
     n = istate[I_N]
 
     xsq = np.empty(G)
@@ -318,7 +323,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only,
     fstate[F_LOSS_N] += 1.0
 
     mult = 1.0 if cneg < 0 else 2.0
-    if hyper[H_STAGE] == 2.0:
+    if ihyper[IH_STAGE] == 2:
         # Algorithm 2: adaptive step from the bound on this step's subgradient.
         t = istate[I_T] + 1
         istate[I_T] = t
@@ -329,7 +334,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only,
             for j in range(F):
                 acc += (mult * effective_diag(xdiag[j], params[j, 3])) ** (q / 2.0)
             z_q = acc ** (1.0 / q)
-        if hyper[H_PEGASOS] != 0.0:
+        if ihyper[IH_PEGASOS] != 0:
             s_t = 0.0
         else:
             s_prev = fstate[F_S]
@@ -355,7 +360,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only,
 
     updated = False
     slot = -1
-    budget = int(hyper[H_BUDGET])
+    budget = ihyper[IH_BUDGET]
     # A replayed example already stored at merge_slot with the same class pair: the update is
     # that row's coefficient plus r (the same theta, without a second copy of the row).
     merged = (merge_slot >= 0 and merge_slot < n and tstamp[merge_slot] == merge_stamp
@@ -382,7 +387,7 @@ def obscure_step(x, y, buf, spec, st, mode, merge_slot, merge_stamp, merge_only,
         else:
             store(slot, query, cpos, cneg, cvec, istate[I_CLOCK], buf)
 
-    if hyper[H_STAGE] == 2.0:
+    if ihyper[IH_STAGE] == 2:
         # Projection onto ||theta||_{2,q} <= q R (keeps ||w||_{2,p} <= R).
         nrm = fstate[F_SCALE] * group_qnorm(theta_sq, q)
         lim = q * hyper[H_R]

@@ -21,7 +21,7 @@ from .._lazy import lazy_module
 from .._params import Bool, Choice, Param, Rule, Table, number
 from .._scaling import SCALE_PARAM
 from .._validation import check_number
-from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, state_rule
+from ..engine import BufferEngine, collect_arrays, normalised, restore_arrays, split_hyper, state_rule
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..features import FEATURE_CAP_PARAMS
 from ..kernels import KERNELS_RULE, check_kernels
@@ -73,9 +73,9 @@ class ObscureEngine(BufferEngine):
     """The state and the per-example steps of OBSCURE (internal; use the estimators).
 
     State is plain numpy: the support buffer, the raw squared norms
-    ``theta_sq``, and the small ``hyper``/``istate``/``fstate`` arrays that the
-    compiled step reads and updates in place (indices in
-    :mod:`onlinemkl.obscure._step`).
+    ``theta_sq``, and the small arrays that the compiled step reads and updates in place
+    (indices in :mod:`onlinemkl.obscure._step`): the real-valued settings ``hyper``, the
+    integer ones ``ihyper``, and the counters ``istate``/``fstate``.
 
     Protocol (:mod:`onlinemkl.engine`): ``learn(row, label)`` with ``label`` an
     output index (multiclass) or +-1 (binary); ``scores_one(row)``,
@@ -98,12 +98,13 @@ class ObscureEngine(BufferEngine):
         self.hyper[_co.H_LAM] = 0.0 if lam is None else lam
         self.C = float(C)
         self.hyper[_co.H_R] = math.inf if R is None else R
-        self.hyper[_co.H_STAGE] = 1.0
-        self.hyper[_co.H_PEGASOS] = 1.0 if pegasos else 0.0
-        self.hyper[_co.H_BUDGET] = 0 if budget is None else budget
-        self.hyper[_co.H_POLICY] = EVICTION[eviction]
-        self.hyper[_co.H_BINARY] = 1.0 if binary else 0.0
-        self.hyper[_co.H_NCLASS] = 1 if binary else 0
+        self.ihyper = np.zeros(_co.N_IHYPER, dtype=np.int64)
+        self.ihyper[_co.IH_STAGE] = 1
+        self.ihyper[_co.IH_PEGASOS] = 1 if pegasos else 0
+        self.ihyper[_co.IH_BUDGET] = 0 if budget is None else budget
+        self.ihyper[_co.IH_POLICY] = EVICTION[eviction]
+        self.ihyper[_co.IH_BINARY] = 1 if binary else 0
+        self.ihyper[_co.IH_NCLASS] = 1 if binary else 0
         self.istate = np.zeros(_co.N_ISTATE, dtype=np.int64)
         self.fstate = np.zeros(_co.N_FSTATE)
         self.fstate[_co.F_SCALE] = 1.0
@@ -123,11 +124,11 @@ class ObscureEngine(BufferEngine):
 
     @property
     def binary(self) -> bool:
-        return self.hyper[_co.H_BINARY] != 0.0
+        return self.ihyper[_co.IH_BINARY] != 0
 
     @property
     def n_outputs(self) -> int:
-        return 1 if self.binary else int(self.hyper[_co.H_NCLASS])
+        return 1 if self.binary else int(self.ihyper[_co.IH_NCLASS])
 
     @property
     def n_support(self) -> int:
@@ -135,7 +136,7 @@ class ObscureEngine(BufferEngine):
 
     @property
     def stage(self) -> int:
-        return int(self.hyper[_co.H_STAGE])
+        return int(self.ihyper[_co.IH_STAGE])
 
     def set_features(self, n_features: int, lookup=None) -> None:
         """Declare ``n_features`` columns (grows, never shrinks); recompute the groups."""
@@ -148,7 +149,7 @@ class ObscureEngine(BufferEngine):
     def set_n_classes(self, n_classes: int) -> None:
         if self.binary:
             return
-        self.hyper[_co.H_NCLASS] = n_classes
+        self.ihyper[_co.IH_NCLASS] = n_classes
         if self.g.shape[1] < n_classes:
             cap = max(n_classes, 2 * self.g.shape[1])
             self.g = np.zeros((self.ck.n_kernels, cap))
@@ -312,15 +313,16 @@ class ObscureEngine(BufferEngine):
         to :meth:`records`."""
         b = self.buf
         buf = (b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp)
-        st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores)
-        eviction = int(self.hyper[_co.H_POLICY]) if self.hyper[_co.H_BUDGET] > 0 else None
+        st = (self.theta_sq, self.istate, self.fstate, self.hyper, self.ihyper, self.g, self.scores)
+        eviction = int(self.ihyper[_co.IH_POLICY]) if self.ihyper[_co.IH_BUDGET] > 0 else None
         return buf, self.ck.arrays(), st, eviction
 
     def records(self):
         """``(buf, spec, st)``: the state as the named records the compiled step reads."""
         b = self.buf
         return (LabelledRows(b.S, b.ssq, b.sdiag_t, b.ypos, b.yneg, b.coef, b.tstamp), self.ck.spec(),
-                _co.ObscureState(self.theta_sq, self.istate, self.fstate, self.hyper, self.g, self.scores))
+                _co.ObscureState(self.theta_sq, self.istate, self.fstate, self.hyper, self.ihyper, self.g,
+                                 self.scores))
 
     def _run(self, order, X, Yi, mode, merge=NO_MERGE):
         """``obscure._step.obscure_run``: learning, prediction and replay's steps."""
@@ -345,7 +347,7 @@ class ObscureEngine(BufferEngine):
         Empty under a budget: which row eviction drops depends on the rows, and a budget's
         eviction order is kept as the one-example-at-a-time loop has it.
         """
-        rows = 0 if self.hyper[_co.H_BUDGET] > 0 else n
+        rows = 0 if self.ihyper[_co.IH_BUDGET] > 0 else n
         return np.full((rows, 2), -1, dtype=np.int64)
 
     def fit_pass_precomputed(self, X: np.ndarray, yi: np.ndarray, block_rows: int = 0):
@@ -379,7 +381,7 @@ class ObscureEngine(BufferEngine):
         # the class sums start from an empty buffer; a budget's evictions move other rows' coefficients
         sums = None
         n_out = max(self.n_outputs, 1)
-        if self.hyper[_co.H_BUDGET] == 0 and self.n_support == 0 and (self.binary or int(yi.max()) < n_out):
+        if self.ihyper[_co.IH_BUDGET] == 0 and self.n_support == 0 and (self.binary or int(yi.max()) < n_out):
             sums = np.zeros((self.ck.n_kernels, n_out, X.shape[0]))
 
         where = self._merge_table(X.shape[0]).ravel()
@@ -476,7 +478,7 @@ class ObscureEngine(BufferEngine):
         """Whether ``fit`` can keep the class sums of every training example (``obscure_fit_run``'s
         ``G``): no budget (an eviction moves other rows' coefficients), an empty buffer (the sums
         start from nothing) and labels within the outputs."""
-        return (self.hyper[_co.H_BUDGET] == 0 and self.n_support == 0
+        return (self.ihyper[_co.IH_BUDGET] == 0 and self.n_support == 0
                 and (self.binary or int(yi.max()) < max(self.n_outputs, 1)))
 
     def _fit_pass_sums(self, X: np.ndarray, yi: np.ndarray, cache_bytes: int):
@@ -590,7 +592,7 @@ class ObscureEngine(BufferEngine):
             # eta_t = 0).  sqrt(2 / lambda) always bounds ||w*|| since f(w*) <= f(0) = 1.
             R = math.sqrt(2.0 / self.hyper[_co.H_LAM])
         self.hyper[_co.H_R] = R
-        self.hyper[_co.H_STAGE] = 2.0
+        self.ihyper[_co.IH_STAGE] = 2
         self.istate[_co.I_T] = 0
         self.fstate[_co.F_S] = 0.0
 
@@ -609,7 +611,7 @@ class ObscureEngine(BufferEngine):
     # -- state (the onlinemkl.engine protocol) ------------------------------------------
 
     #: The arrays of the state (dotted paths); ``krow`` is scratch and is not saved.
-    _STATE_ARRAYS = ("hyper", "istate", "fstate", "theta_sq", "g", "scores") + BufferEngine._BUFFER_ARRAYS \
+    _STATE_ARRAYS = ("hyper", "ihyper", "istate", "fstate", "theta_sq", "g", "scores") + BufferEngine._BUFFER_ARRAYS \
         + BufferEngine._KERNEL_ARRAYS + ReplayMemory.STATE_ARRAYS
 
     def get_state(self):
@@ -630,6 +632,10 @@ class ObscureEngine(BufferEngine):
         self._check_kernel_state(params, state_rule("OBSCURE"))
         if float(params["p"]) != self.p:
             raise ValueError(f"the saved p={params['p']!r} differs from the parameters' p={self.p!r}")
+        floats = {_co.H_Q: 0, _co.H_ETA: 1, _co.H_LAM: 2, _co.H_R: 3}  # where a state without ihyper has them
+        ints = {_co.IH_STAGE: 4, _co.IH_PEGASOS: 5, _co.IH_BUDGET: 6, _co.IH_POLICY: 7, _co.IH_BINARY: 8,
+                _co.IH_NCLASS: 9}
+        arrays = split_hyper(arrays, floats, ints, state_rule("OBSCURE"))
         restore_arrays(self, arrays, self._STATE_ARRAYS)
         self.n_features = int(params["n_features"])
         self.C = float(params["C"])
@@ -645,24 +651,25 @@ class ObscureEngine(BufferEngine):
     def _check_state(self):
         """Raise ``ValueError`` unless the arrays are consistent with each other and with the kernels."""
         F = self.ck.n_kernels
-        b, ck, h = self.buf, self.ck, self.hyper
+        b, ck, h, s = self.buf, self.ck, self.hyper, self.ihyper
         need = state_rule("OBSCURE")
-        for name, arr, shape in (("hyper", h, (_co.N_HYPER,)), ("istate", self.istate, (_co.N_ISTATE,)),
+        for name, arr, shape in (("hyper", h, (_co.N_HYPER,)), ("ihyper", s, (_co.N_IHYPER,)),
+                                 ("istate", self.istate, (_co.N_ISTATE,)),
                                  ("fstate", self.fstate, (_co.N_FSTATE,)), ("theta_sq", self.theta_sq, (F,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
         ck.check_restored(need)
         need(h[_co.H_Q] == self.q, f"q={h[_co.H_Q]!r} does not match p={self.p!r}")
-        need(h[_co.H_STAGE] in (1.0, 2.0), f"stage {h[_co.H_STAGE]!r} is not 1 or 2")
-        need(h[_co.H_BINARY] in (0.0, 1.0), "the binary flag is not 0 or 1")
-        need(h[_co.H_POLICY] in tuple(EVICTION.values()), f"unknown eviction code {h[_co.H_POLICY]!r}")
+        need(s[_co.IH_STAGE] in (1, 2), f"stage {s[_co.IH_STAGE]!r} is not 1 or 2")
+        need(s[_co.IH_BINARY] in (0, 1), "the binary flag is not 0 or 1")
+        need(s[_co.IH_POLICY] in tuple(EVICTION.values()), f"unknown eviction code {s[_co.IH_POLICY]!r}")
         budget = 0 if b.budget is None else b.budget
-        need(h[_co.H_BUDGET] == budget, f"budget {h[_co.H_BUDGET]!r} differs from the parameter {b.budget!r}")
+        need(s[_co.IH_BUDGET] == budget, f"budget {s[_co.IH_BUDGET]!r} differs from the parameter {b.budget!r}")
         self._check_buffer(need, 1)
         n = self.n_support
         C = self.scores.shape[0]
         need(C >= 1 and self.g.shape == (F, C), f"g {self.g.shape} and scores {self.scores.shape} disagree")
-        n_class = h[_co.H_NCLASS]
-        need(n_class == int(n_class) and 0 <= n_class <= C, f"{n_class!r} classes for {C} score slots")
+        n_class = s[_co.IH_NCLASS]
+        need(0 <= n_class <= C, f"{n_class!r} classes for {C} score slots")
         n_out = max(self.n_outputs, 1)
         need(bool(np.all((b.ypos[:n] >= 0) & (b.ypos[:n] < n_out))), "a stored example's class is out of range")
         need(bool(np.all((b.yneg[:n] >= -1) & (b.yneg[:n] < n_out))), "a stored example's rival is out of range")

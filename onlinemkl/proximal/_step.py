@@ -46,21 +46,24 @@ from ._prox import PROX_SPARSE_GROUP_LASSO, prox_group_norms, prox_l1_within
 from .._core.scores import dense_kernel_scores
 from .._core.state import KernelSpec, Query, Rows
 
-# hyper (read-only settings)
-H_LOSS = 0
-H_PROX = 1
-H_LAM = 2  # regularisation lambda
-H_PROX_PARAM = 3  # q (non-sparse) or sigma (elastic net) or the l1 weight (sparse group lasso)
-H_SCHEDULE = 4  # 0 constant eta0, 1 eta0 / sqrt(t), 2 1 / (strong_convexity t)
-H_ETA0 = 5
-H_SIGMA_SC = 6  # strong convexity for schedule 2
-H_GAMMA = 7  # projection radius (0: none)
-H_BUDGET = 8
-H_POLICY = 9
-H_NOUT = 10  # outputs in use
-H_EPSILON = 11  # epsilon-insensitive width
-H_GROUP_STEPS = 12  # how a step is split among the groups (group_steps.GROUP_STEPS_*)
-N_HYPER = 13
+# hyper (float64: the real-valued settings); the first five as in the sequence labeller's
+H_LAM = 0  # regularisation lambda
+H_PROX_PARAM = 1  # q (non-sparse) or sigma (elastic net) or the l1 weight (sparse group lasso)
+H_ETA0 = 2
+H_SIGMA_SC = 3  # strong convexity for schedule 2
+H_GAMMA = 4  # projection radius (0: none)
+H_EPSILON = 5  # epsilon-insensitive width
+N_HYPER = 6
+
+# ihyper (int64: the integer settings, codes and counts); the first five as in the sequence labeller's
+IH_LOSS = 0
+IH_PROX = 1
+IH_SCHEDULE = 2  # 0 constant eta0, 1 eta0 / sqrt(t), 2 1 / (strong_convexity t)
+IH_BUDGET = 3
+IH_POLICY = 4
+IH_NOUT = 5  # outputs in use
+IH_GROUP_STEPS = 6  # how a step is split among the groups (group_steps.GROUP_STEPS_*)
+N_IHYPER = 7
 
 SCHEDULE_CONSTANT = 0
 SCHEDULE_INVSQRT = 1
@@ -120,8 +123,9 @@ class GroupState(NamedTuple):
     """A proximal learner's state beside its buffer: the raw squared group norms
     ``theta_sq[P]``, the lazy scales ``sigma[P]``, their running sums ``sigma_cum[F]`` (implicit
     groups; the averaged model), the regulariser's group weights ``prox_weights[P]``, the
-    integer counters ``istate`` and the read-only settings ``hyper`` (indexed by the learner
-    module's ``I_*`` and ``H_*``: :mod:`onlinemkl.proximal._step` or :mod:`onlinemkl.sequence._step`)."""
+    integer counters ``istate``, the real-valued settings ``hyper`` and the integer ones
+    ``ihyper`` (indexed by the learner module's ``I_*``, ``H_*`` and ``IH_*``:
+    :mod:`onlinemkl.proximal._step` or :mod:`onlinemkl.sequence._step`)."""
 
     theta_sq: np.ndarray
     sigma: np.ndarray
@@ -129,6 +133,7 @@ class GroupState(NamedTuple):
     prox_weights: np.ndarray
     istate: np.ndarray
     hyper: np.ndarray
+    ihyper: np.ndarray
 
 
 class ProxScratch(NamedTuple):
@@ -379,15 +384,15 @@ def compress_rows(budget, buf, spec, st, order):
     :func:`evict_projected`) until ``budget`` of the ``st.istate[I_N]`` rows remain; each evicted
     row is removed, the later rows moving up one (their order kept, and ``order[i]``, the row's
     original index, with them).  For a merged model (:mod:`onlinemkl.distributed.merge`) written
-    with unit scales; ``st.hyper[H_NOUT]`` outputs.  Returns the number of rows left."""
+    with unit scales; ``st.ihyper[IH_NOUT]`` outputs.  Returns the number of rows left."""
     buf, spec, st = ProxRows(*buf), KernelSpec(*spec), GroupState(*st)
-    n_out = int(st.hyper[H_NOUT])
+    n_out = st.ihyper[IH_NOUT]
     F = spec.codes.shape[0]
     g = np.zeros((F, n_out))
     n = st.istate[I_N]
     arrays = (buf.S, buf.ssq, buf.coef, buf.beta, buf.avg_acc, buf.avg_base)
     while n > budget:
-        e = choose_dense_evictee(int(st.hyper[H_POLICY]), n, buf.tstamp, buf.coef, buf.beta, n_out, buf.sdiag,
+        e = choose_dense_evictee(st.ihyper[IH_POLICY], n, buf.tstamp, buf.coef, buf.beta, n_out, buf.sdiag,
                                  spec.params, st.sigma)
         q = Query(buf.S[e, :].copy(), buf.ssq[e, :].copy(), buf.sdiag[:, e].copy())
         evict_projected(e, q, n, buf, spec, st, n_out, g)
@@ -470,14 +475,14 @@ def fobos_step(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
         ProxScratch(*scratch)
     S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base = buf
     W, W_avg, xgranges, xgptr = xg
-    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper = st
+    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper, ihyper = st
     g, scores, dl, b, b_new = scratch
     params = spec.params
     F = spec.codes.shape[0]
     E = xgptr.shape[0] - 1
     P = F + E
     G = spec.gptr.shape[0] - 1
-    n_out = int(hyper[H_NOUT])
+    n_out = ihyper[IH_NOUT]
     n = istate[I_N]
 
     # 1. scores of x: one pass over the buffer, plus the explicit groups.
@@ -491,18 +496,18 @@ def fobos_step(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     combine_scores(g, sigma, n_out, scores)
 
     # 2. loss and its derivative with respect to the scores.
-    loss, yhat = loss_and_derivative(int(hyper[H_LOSS]), scores, n_out, y_cls, y_val, hyper[H_EPSILON], dl)
+    loss, yhat = loss_and_derivative(ihyper[IH_LOSS], scores, n_out, y_cls, y_val, hyper[H_EPSILON], dl)
     t = istate[I_T] + 1
     istate[I_T] = t
-    eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
+    eta = step_size(ihyper[IH_SCHEDULE], hyper[H_ETA0], hyper[H_SIGMA_SC], t)
     lam = hyper[H_LAM]
-    loss_code = int(hyper[H_LOSS])
+    loss_code = ihyper[IH_LOSS]
     regression = loss_code == SQUARED or loss_code == EPSILON_INSENSITIVE
     steps = np.ones(P)  # each group's multiplier of eta (group_steps), then its step size
-    if regression or hyper[H_GROUP_STEPS] != 0:
+    if regression or ihyper[IH_GROUP_STEPS] != 0:
         kdiag = np.empty(P)
         group_diagonals(x, xdiag, params, xgranges, xgptr, kdiag)
-        step_shares(int(hyper[H_GROUP_STEPS]), theta_sq, sigma, kdiag, steps)
+        step_shares(ihyper[IH_GROUP_STEPS], theta_sq, sigma, kdiag, steps)
         if regression:
             eta = normalised_step(eta, kdiag, steps)
     for k in range(P):
@@ -518,7 +523,7 @@ def fobos_step(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
     slot = -1
     if updated:
         istate[I_UPDATES] += 1
-        budget = int(hyper[H_BUDGET])
+        budget = ihyper[IH_BUDGET]
         slot = n
         merged = holds(merge[0], merge[1], u, n, tstamp, beta)
         if merged:
@@ -554,7 +559,7 @@ def fobos_step(x, y_cls, y_val, buf, spec, xg, st, scratch, merge, eviction):
         n = istate[I_N]
 
     # 4. proximal step on the group norms (Prop. 1), then projection.
-    code = int(hyper[H_PROX])
+    code = ihyper[IH_PROX]
     if code == PROX_SPARSE_GROUP_LASSO and E > 0:
         # within-group l1 on the explicit groups (materialised): the exact prox of
         # l1 + group lasso is the elementwise soft-threshold followed by the group step.

@@ -22,7 +22,8 @@ import numpy as np
 
 from .._buffer import EVICTION, SupportBuffer
 from .._lazy import lazy_module
-from ..engine import BufferEngine, check_finite, collect_arrays, normalised, plain, restore_arrays, state_rule
+from ..engine import (BufferEngine, check_finite, collect_arrays, normalised, plain, restore_arrays, split_hyper,
+                      state_rule)
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear
 from .. import _replay
@@ -68,7 +69,8 @@ class GroupNormEngine(BufferEngine):
     ``theta_sq`` with their lazy scales ``sigma``, the averaged-model bookkeeping
     (``sigma_cum``, ``avg_acc``, ``avg_base``), the class vectors ``beta`` of the stored
     examples, and a buffer with one coefficient column per kernel.  ``_CORE`` is the compiled
-    module whose ``H_*``/``I_*`` indices the ``hyper``/``istate`` arrays follow.
+    module whose ``H_*``/``IH_*``/``I_*`` indices the ``hyper`` (real-valued settings),
+    ``ihyper`` (integer settings) and ``istate`` (counters) arrays follow.
 
     The compiled steps take the state as records (:class:`~onlinemkl.proximal._step.ProxRows`,
     :class:`~onlinemkl.proximal._step.GroupState`, ...), built once and kept in ``_records`` until
@@ -82,13 +84,15 @@ class GroupNormEngine(BufferEngine):
         """The state of ``P`` groups (the kernels first) from the :func:`settings` ``st``."""
         core, F = self._CORE, self.ck.n_kernels
         h = self.hyper = np.zeros(core.N_HYPER)
-        for index, key in ((core.H_PROX, "prox"), (core.H_LAM, "lam"), (core.H_PROX_PARAM, "param"),
-                           (core.H_SCHEDULE, "schedule"), (core.H_ETA0, "eta0"), (core.H_SIGMA_SC, "modulus"),
-                           (core.H_GAMMA, "gamma")):
+        for index, key in ((core.H_LAM, "lam"), (core.H_PROX_PARAM, "param"), (core.H_ETA0, "eta0"),
+                           (core.H_SIGMA_SC, "modulus"), (core.H_GAMMA, "gamma")):
             h[index] = st[key]
-        h[core.H_LOSS] = loss_code
-        h[core.H_BUDGET] = 0 if budget is None else budget
-        h[core.H_POLICY] = EVICTION[eviction]
+        s = self.ihyper = np.zeros(core.N_IHYPER, dtype=np.int64)
+        s[core.IH_PROX] = st["prox"]
+        s[core.IH_SCHEDULE] = st["schedule"]
+        s[core.IH_LOSS] = loss_code
+        s[core.IH_BUDGET] = 0 if budget is None else budget
+        s[core.IH_POLICY] = EVICTION[eviction]
         self.istate = np.zeros(core.N_ISTATE, dtype=np.int64)
         self.theta_sq = np.zeros(P)
         self.sigma = np.ones(P)
@@ -120,7 +124,8 @@ class GroupNormEngine(BufferEngine):
 
     def _group_state(self):
         """The group norms, scales, counters and settings as the record the compiled code takes."""
-        return _cf.GroupState(self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper)
+        return _cf.GroupState(self.theta_sq, self.sigma, self.sigma_cum, self.prox_weights, self.istate, self.hyper,
+                              self.ihyper)
 
     def group_norms(self):
         """``||theta_k||`` of every group (kernels first)."""
@@ -142,14 +147,28 @@ class GroupNormEngine(BufferEngine):
         self._forget_records()
         return new
 
-    def _check_groups_state(self, need, fresh_hyper, free, P):
-        """The structural rules the proximal states share; ``free`` are the ``hyper`` entries that
-        may differ from a fresh engine's (those that grow with the stream)."""
-        core, F, h = self._CORE, self.ck.n_kernels, self.hyper
+    def _split_hyper(self, arrays, need, floats=None, ints=None, missing=None):
+        """``arrays`` in this layout (:func:`~onlinemkl.engine.split_hyper`), given where a file
+        without an ``ihyper`` array kept the learner's own settings in its ``hyper``
+        (``floats``/``ints``: new index -> saved index; the shared ones are added here)."""
+        core = self._CORE
+        floats = {core.H_LAM: 2, core.H_PROX_PARAM: 3, core.H_ETA0: 5, core.H_SIGMA_SC: 6, core.H_GAMMA: 7,
+                  **(floats or {})}
+        ints = {core.IH_LOSS: 0, core.IH_PROX: 1, core.IH_SCHEDULE: 4, core.IH_BUDGET: 8, core.IH_POLICY: 9,
+                **(ints or {})}
+        return split_hyper(arrays, floats, ints, need, missing)
+
+    def _check_groups_state(self, need, fresh, free, P):
+        """The structural rules the proximal states share; ``fresh`` are a fresh engine's
+        ``(hyper, ihyper)`` and ``free`` the indices of each that may differ from them (those
+        that grow with the stream)."""
+        core, F, h, s = self._CORE, self.ck.n_kernels, self.hyper, self.ihyper
         need(h.shape == (core.N_HYPER,), f"hyper has shape {h.shape}, expected ({core.N_HYPER},)")
+        need(s.shape == (core.N_IHYPER,), f"ihyper has shape {s.shape}, expected ({core.N_IHYPER},)")
         need(self.istate.shape == (core.N_ISTATE,), f"istate has shape {self.istate.shape}")
-        fixed = [i for i in range(core.N_HYPER) if i not in free]
-        need(np.array_equal(h[fixed], fresh_hyper[fixed]),
+        same = all(np.array_equal(np.delete(arr, sorted(skip)), np.delete(want, sorted(skip)))
+                   for arr, want, skip in zip((h, s), fresh, free))
+        need(same,
              "the saved settings (loss, regulariser, lam, schedule, gamma, budget, ...) differ from the parameters")
         for name, arr, shape in (("theta_sq", self.theta_sq, (P,)), ("sigma", self.sigma, (P,)),
                                  ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
@@ -211,10 +230,10 @@ class ProximalEngine(GroupNormEngine):
         st = dict(prox=prox_code, lam=lam, param=prox_param, schedule=schedule, eta0=eta0, modulus=strong_convexity,
                   gamma=gamma, weights=group_weights)
         self._init_groups(st, loss_code, budget, eviction, F + E, max(n_outputs, 1))
-        self.hyper[_cf.H_NOUT] = n_outputs
+        self.ihyper[_cf.IH_NOUT] = n_outputs
         self.hyper[_cf.H_ETA0] = self.eta0_for(n_outputs)
         self.hyper[_cf.H_EPSILON] = epsilon
-        self.hyper[_cf.H_GROUP_STEPS] = group_steps
+        self.ihyper[_cf.IH_GROUP_STEPS] = group_steps
         self.W = np.zeros((E, 1, max(n_outputs, 1)))
         self.W_avg = np.zeros_like(self.W)
         # Regression targets: running count, mean and sum of squared deviations (Welford).
@@ -246,7 +265,7 @@ class ProximalEngine(GroupNormEngine):
 
     @property
     def n_outputs(self):
-        return int(self.hyper[_cf.H_NOUT])
+        return int(self.ihyper[_cf.IH_NOUT])
 
     def set_features(self, n_features, lookup=None):
         if n_features < self.n_features:
@@ -282,7 +301,7 @@ class ProximalEngine(GroupNormEngine):
     def set_n_outputs(self, n_out):
         """Use ``n_out`` outputs (a river stream's labels grow); the arrays grow by doubling, and
         ``eta0`` becomes ``eta0_many`` past ``few_classes`` (:data:`~onlinemkl._replay.FEW_CLASSES`)."""
-        self.hyper[_cf.H_NOUT] = n_out
+        self.ihyper[_cf.IH_NOUT] = n_out
         self.hyper[_cf.H_ETA0] = self.eta0_for(n_out)
         new = self._grow_outputs(n_out)
         if new is not None:
@@ -368,7 +387,7 @@ class ProximalEngine(GroupNormEngine):
         """The eviction policy code the compiled step takes; None without a budget (that variant
         is compiled without the eviction code).  ``replay``: a classifier's replayed update competes
         for a row under 'least_impact' (:data:`~onlinemkl.proximal._evict.EVICT_LEAST_IMPACT_COMPETING`)."""
-        ev = int(self.hyper[_cf.H_POLICY]) if self.hyper[_cf.H_BUDGET] > 0 else None
+        ev = int(self.ihyper[_cf.IH_POLICY]) if self.ihyper[_cf.IH_BUDGET] > 0 else None
         compete = replay and not self.regression and ev == EVICTION["least_impact"]
         return _cf.EVICT_LEAST_IMPACT_COMPETING if compete else ev
 
@@ -502,8 +521,8 @@ class ProximalEngine(GroupNormEngine):
     # -- state (the onlinemkl.engine protocol) ------------------------------------------
 
     #: The arrays of the state (dotted paths); ``g, scores, dl, b, b_new`` are scratch.
-    _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
-                     "avg_base", "W", "W_avg", "ystats", "yrange") + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS \
+    _STATE_ARRAYS = ("hyper", "ihyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta",
+                     "avg_acc", "avg_base", "W", "W_avg", "ystats", "yrange") + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS \
         + ("xk.codes", "xk.params", "xk.kgroup", "xk.granges", "xk.gptr", "xk.gl1") + ReplayMemory.STATE_ARRAYS
 
     def get_state(self):
@@ -522,29 +541,30 @@ class ProximalEngine(GroupNormEngine):
         grows with a river stream's labels.
         """
         self._check_kernel_state(params, state_rule("proximal-MKL"))
-        fresh_hyper = self.hyper.copy()
+        fresh = (self.hyper.copy(), self.ihyper.copy())
         fresh_weights = self.prox_weights.copy()
         if "yrange" not in arrays:
             # saved before the targets' range was kept: the range is not known, and the predictions
             # stay unbounded (as they were when saved) however much the model learns after loading
             arrays = {**arrays, "yrange": np.array([-np.inf, np.inf])}
+        # a state without ihyper kept every setting in hyper; one saved before the group_steps setting
+        # existed has one entry fewer, and takes the parameter's value (it changes how the model
+        # learns from now on, not what it predicts)
+        arrays = self._split_hyper(arrays, state_rule("proximal-MKL"), {_cf.H_EPSILON: 11},
+                                      {_cf.IH_NOUT: 10, _cf.IH_GROUP_STEPS: 12}, {12: fresh[1][_cf.IH_GROUP_STEPS]})
         restore_arrays(self, arrays, self._STATE_ARRAYS)
-        if self.hyper.shape == (_cf.H_GROUP_STEPS,):
-            # saved before the group_steps setting existed: its value is the parameter's (it
-            # changes how the model learns from now on, not what it predicts)
-            self.hyper = np.append(self.hyper, fresh_hyper[_cf.H_GROUP_STEPS])
         self._forget_records()
         self.n_features = int(params["n_features"])
         self.ck._resolved = bool(params["kernels_resolved"])
         self.xk._resolved = bool(params["explicit_resolved"])
-        self._check_state(fresh_hyper, fresh_weights, strict)
+        self._check_state(fresh, fresh_weights, strict)
         self._refresh_row_caches()
         self._scratch(self.beta.shape[1])
 
-    def _check_state(self, fresh_hyper, fresh_weights, strict):
+    def _check_state(self, fresh, fresh_weights, strict):
         E = len(self.explicit_groups)
         need = state_rule("proximal-MKL")
-        self._check_groups_state(need, fresh_hyper, {_cf.H_NOUT, _cf.H_ETA0}, self.ck.n_kernels + E)
+        self._check_groups_state(need, fresh, ({_cf.H_ETA0}, {_cf.IH_NOUT}), self.ck.n_kernels + E)
         need(self.ystats.shape == (3,), f"ystats has shape {self.ystats.shape}, expected (3,)")
         need(self.yrange.shape == (2,), f"yrange has shape {self.yrange.shape}, expected (2,)")
         need(np.array_equal(self.prox_weights, fresh_weights), "prox_weights differ from group_weights")
@@ -553,8 +573,8 @@ class ProximalEngine(GroupNormEngine):
         need(self.W.shape[0] == E and self.W.shape[2] == C and self.W_avg.shape == self.W.shape,
              f"W {self.W.shape} / W_avg {self.W_avg.shape} do not fit {E} explicit groups and {C} outputs")
         need(self.n_features <= self.W.shape[1], f"{self.n_features} features in W of {self.W.shape[1]} columns")
-        n_out = self.hyper[_cf.H_NOUT]
-        need(n_out == int(n_out) and 0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
+        n_out = self.ihyper[_cf.IH_NOUT]
+        need(0 <= n_out <= C and C >= 1, f"{n_out!r} outputs for {C} output slots")
         need(self.hyper[_cf.H_ETA0] == self.eta0_for(n_out), "eta0 differs from the parameters")
         self._check_groups(self.xk, need, "xk")
         self.replay.check(need, self.n_features, self._label_ok)
@@ -571,9 +591,9 @@ class ProximalEngine(GroupNormEngine):
         """Which replayed labels are valid: finite targets, +-1 (binary losses) or output indices."""
         if self.regression:
             return np.isfinite(y)
-        if self.hyper[_cf.H_LOSS] in (_cl.HINGE, _cl.LOGISTIC):
+        if self.ihyper[_cf.IH_LOSS] in (_cl.HINGE, _cl.LOGISTIC):
             return np.abs(y) == 1
-        return (y >= 0) & (y < max(int(self.hyper[_cf.H_NOUT]), 1))
+        return (y >= 0) & (y < max(self.n_outputs, 1))
 
     def recompute_theta_sq(self):
         """Implicit groups' raw squared norms recomputed from the buffer; explicit from W."""

@@ -41,20 +41,23 @@ from .._core.batch import GroupProducts, values_from_products
 from .._core.kernels import GROUP_L1, GROUP_SQDIST, block_work, kernel_row_block, prepare_query
 from .._core.state import KernelSpec, Query, Rows
 
-# hyper
-H_LOSS = 0  # 0 structured hinge (SVM), 1 CRF
-H_PROX = 1
-H_LAM = 2
-H_PROX_PARAM = 3
-H_SCHEDULE = 4
-H_ETA0 = 5
-H_SIGMA_SC = 6
-H_GAMMA = 7  # projection radius (0: none); with gamma="auto" the boundary sets it before each step
-H_BUDGET = 8
-H_POLICY = 9
-H_NLABELS = 10
-H_COST = 11  # Hamming cost per wrong position in loss-augmented decoding
-N_HYPER = 12
+# hyper (float64: the real-valued settings); the first five as in the proximal learner's
+H_LAM = 0
+H_PROX_PARAM = 1
+H_ETA0 = 2
+H_SIGMA_SC = 3
+H_GAMMA = 4  # projection radius (0: none); with gamma="auto" the boundary sets it before each step
+H_COST = 5  # Hamming cost per wrong position in loss-augmented decoding
+N_HYPER = 6
+
+# ihyper (int64: the integer settings, codes and counts); the first five as in the proximal learner's
+IH_LOSS = 0  # 0 structured hinge (SVM), 1 CRF
+IH_PROX = 1
+IH_SCHEDULE = 2
+IH_BUDGET = 3
+IH_POLICY = 4
+IH_NLABELS = 5
+N_IHYPER = 6
 
 LOSS_SVM = 0
 LOSS_CRF = 1
@@ -255,17 +258,17 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
     S, ssq, sdiag, coef, beta, tstamp, avg_acc, avg_base = buf
     Traw, S0raw, S1raw = chain
     Tavg, S0avg, S1avg = chain_avg
-    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper = st
+    theta_sq, sigma, sigma_cum, prox_weights, istate, hyper, ihyper = st
     params = spec.params
     L = xs.shape[0]
     F = spec.codes.shape[0]
     G = spec.gptr.shape[0] - 1
     P = F + 1
-    Y = int(hyper[H_NLABELS])
+    Y = ihyper[IH_NLABELS]
     n = istate[I_N]
     t = istate[I_T] + 1
     istate[I_T] = t
-    eta = step_size(int(hyper[H_SCHEDULE]), hyper[H_ETA0], hyper[H_SIGMA_SC], t)
+    eta = step_size(ihyper[IH_SCHEDULE], hyper[H_ETA0], hyper[H_SIGMA_SC], t)
     steps = np.full(F, eta)  # every kernel group the same step (implicit_insert's per-group steps)
 
     gpos, xsqs, xdiags, U, T, S0, S1 = model_scores(xs, buf, n, spec, sigma, Traw, S0raw, S1raw, Y)
@@ -283,7 +286,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
     dS0 = np.zeros(Y)
     dS1 = np.zeros(Y)
     gold = sequence_score(U, T, S0, S1, ys)
-    if hyper[H_LOSS] == LOSS_SVM:
+    if ihyper[IH_LOSS] == LOSS_SVM:
         yhat = np.empty(L, dtype=np.int64)
         aug = viterbi_loss_augmented(U, T, S0, S1, ys, hyper[H_COST], yhat)
         loss = aug - gold
@@ -337,7 +340,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
         dS1[:] = 0.0
     else:
         istate[I_UPDATES] += 1
-    budget = int(hyper[H_BUDGET])
+    budget = ihyper[IH_BUDGET]
     work = block_work(G)
     rows = Rows(S, ssq, sdiag)
     kx = np.empty((F, 1))  # K_k(x_j, S_slot): the one-row blocked pass
@@ -350,7 +353,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
             continue
         slot = n
         if budget > 0 and n >= budget:
-            slot = choose_dense_evictee(int(hyper[H_POLICY]), n, tstamp, coef, beta, Y, sdiag, params, sigma)
+            slot = choose_dense_evictee(ihyper[IH_POLICY], n, tstamp, coef, beta, Y, sdiag, params, sigma)
             for j in range(i, L):
                 kernel_row_block(Query(xs[j], xsqs[j], xdiags[j]), rows, slot, kx.shape[1], spec, work, kx)
                 add_row_to_scores(-1.0, slot, kx, coef, beta, Y, gpos[j])
@@ -383,7 +386,7 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
 
     # proximal step and projection over the P = F + 1 group norms.
     factors = np.empty(P)
-    prox_factors(int(hyper[H_PROX]), theta_sq, sigma, eta * hyper[H_LAM], hyper[H_PROX_PARAM], prox_weights,
+    prox_factors(ihyper[IH_PROX], theta_sq, sigma, eta * hyper[H_LAM], hyper[H_PROX_PARAM], prox_weights,
                  hyper[H_GAMMA], b, b_new, factors)
     apply_implicit_factors(F, n, factors, coef, theta_sq, sigma, avg_acc, avg_base, sigma_cum)
     fT = factors[F]

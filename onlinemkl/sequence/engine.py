@@ -109,7 +109,7 @@ class SequenceEngine(GroupNormEngine):
 
     @property
     def n_labels(self):
-        return int(self.hyper[_cs.H_NLABELS])
+        return int(self.ihyper[_cs.IH_NLABELS])
 
 
     def set_features(self, n_features, lookup=None):
@@ -121,7 +121,7 @@ class SequenceEngine(GroupNormEngine):
 
     def set_n_labels(self, Y):
         """Use ``Y`` labels (they grow as new labels appear); the arrays grow by doubling."""
-        self.hyper[_cs.H_NLABELS] = Y
+        self.ihyper[_cs.IH_NLABELS] = Y
         new = self._grow_outputs(Y)
         if new is not None:
             for name in TRANSITION_ARRAYS:
@@ -157,7 +157,7 @@ class SequenceEngine(GroupNormEngine):
         loss ``log Z = L log Y``.
         """
         n_seq = int(self.istate[_cs.I_T]) + (1 if pending else 0)
-        per_position = self.hyper[_cs.H_COST] if self.hyper[_cs.H_LOSS] == _cs.LOSS_SVM \
+        per_position = self.hyper[_cs.H_COST] if self.ihyper[_cs.IH_LOSS] == _cs.LOSS_SVM \
             else math.log(max(self.n_labels, 2))
         return per_position * self.len_sum / max(n_seq, 1)
 
@@ -195,7 +195,7 @@ class SequenceEngine(GroupNormEngine):
             _, _, _, U, T, S0, S1 = _cs.model_scores(xs, _cf.ProxRows(*buf), self.n_support, _cs.KernelSpec(*spec),
                                                      self.sigma, self.T, self.S0, self.S1, Y)
         gold = _cs.sequence_score(U, T, S0, S1, ys)
-        if self.hyper[_cs.H_LOSS] == _cs.LOSS_SVM:
+        if self.ihyper[_cs.IH_LOSS] == _cs.LOSS_SVM:
             aug = _cs.viterbi_loss_augmented(U, T, S0, S1, ys, self.hyper[_cs.H_COST],
                                              np.empty(xs.shape[0], dtype=np.int64))
             return max(float(aug - gold), 0.0)
@@ -206,7 +206,7 @@ class SequenceEngine(GroupNormEngine):
         """``R(theta)`` of the regulariser from the group norms (kernels, then the transitions);
         for the sparse group lasso only its group part (the within-group l1 needs coordinates)."""
         b = self.group_norms()
-        code, param = int(self.hyper[_cs.H_PROX]), float(self.hyper[_cs.H_PROX_PARAM])
+        code, param = int(self.ihyper[_cs.IH_PROX]), float(self.hyper[_cs.H_PROX_PARAM])
         if code == _cp.PROX_SQ_L21:
             return 0.5 * float(np.sum(b)) ** 2
         if code == _cp.PROX_WEIGHTED_SQ_L1:
@@ -231,8 +231,8 @@ class SequenceEngine(GroupNormEngine):
     # -- state (the onlinemkl.engine protocol) ------------------------------------------
 
     #: The arrays of the state (dotted paths); ``b``, ``b_new`` are scratch.
-    _STATE_ARRAYS = ("hyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta", "avg_acc",
-                     "avg_base", *TRANSITION_ARRAYS) + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS
+    _STATE_ARRAYS = ("hyper", "ihyper", "istate", "theta_sq", "sigma", "sigma_cum", "prox_weights", "beta",
+                     "avg_acc", "avg_base", *TRANSITION_ARRAYS) + BufferEngine._BUFFER_ARRAYS + BufferEngine._KERNEL_ARRAYS
 
     def get_state(self):
         params = {"n_features": int(self.n_features), "len_sum": int(self.len_sum),
@@ -242,7 +242,8 @@ class SequenceEngine(GroupNormEngine):
     def set_state(self, params, arrays, strict=True):
         """Restore onto an engine built from the same parameters; every shape and index is checked."""
         self._check_kernel_state(params, state_rule("sequence-labeller"))
-        fresh_hyper = self.hyper.copy()
+        fresh = (self.hyper.copy(), self.ihyper.copy())
+        arrays = self._split_hyper(arrays, state_rule("sequence-labeller"), {_cs.H_COST: 11}, {_cs.IH_NLABELS: 10})
         restore_arrays(self, arrays, self._STATE_ARRAYS)
         self._forget_records()
         self.n_features = int(params["n_features"])
@@ -250,21 +251,21 @@ class SequenceEngine(GroupNormEngine):
         self.ck._resolved = bool(params["kernels_resolved"])
         self.b = np.zeros_like(self.theta_sq)
         self.b_new = np.zeros_like(self.theta_sq)
-        self._check_state(fresh_hyper, strict)
+        self._check_state(fresh, strict)
         self._refresh_row_caches()
 
-    def _check_state(self, fresh_hyper, strict):
+    def _check_state(self, fresh, strict):
         h = self.hyper
         need = state_rule("sequence-labeller")
-        free = {_cs.H_NLABELS, _cs.H_GAMMA} if self.gamma_unit is not None else {_cs.H_NLABELS}
-        self._check_groups_state(need, fresh_hyper, free, self.ck.n_kernels + 1)
+        free = ({_cs.H_GAMMA} if self.gamma_unit is not None else set(), {_cs.IH_NLABELS})
+        self._check_groups_state(need, fresh, free, self.ck.n_kernels + 1)
         need(math.isfinite(h[_cs.H_GAMMA]) and h[_cs.H_GAMMA] >= 0, "gamma is not finite and >= 0")
         C = self.beta.shape[1]
         for name, arr, shape in (("T", self.T, (C, C)), ("Tavg", self.Tavg, (C, C)), ("S0", self.S0, (C,)),
                                  ("S1", self.S1, (C,)), ("S0avg", self.S0avg, (C,)), ("S1avg", self.S1avg, (C,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
-        Y = h[_cs.H_NLABELS]
-        need(Y == int(Y) and 0 <= Y <= C, f"{Y!r} labels for {C} label slots")
+        Y = self.ihyper[_cs.IH_NLABELS]
+        need(0 <= Y <= C, f"{Y!r} labels for {C} label slots")
         need(self.len_sum >= 0, "negative number of positions")
         if strict:
             self._check_groups_values(need, TRANSITION_ARRAYS)

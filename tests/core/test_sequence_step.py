@@ -17,6 +17,7 @@ from naive_prox import prox_norms
 from onlinemkl.kernels import RBF, Linear, Polynomial
 from onlinemkl.proximal import _prox as _cp
 from onlinemkl.sequence import SequenceMKLLabeler
+from onlinemkl.sequence import _step as _cs
 
 
 def _k_lin(x, z):
@@ -193,8 +194,8 @@ def test_gamma_auto_uses_the_sequence_loss_at_zero():
         model.learn_one(xs, ys)
     mean_len = np.mean([len(y) for y in Ys])
     # appendix E: ||theta*|| <= sqrt(2 L(0) / lam), L(0) = cost * mean length for the structured hinge
-    assert engine_of(model).hyper[7] == pytest.approx(math.sqrt(2 * 2.0 * mean_len / 0.02))
+    assert engine_of(model).hyper[_cs.H_GAMMA] == pytest.approx(math.sqrt(2 * 2.0 * mean_len / 0.02))
     crf = SequenceMKLLabeler(kernels=(RBF(gamma=0.3),), loss="crf", lam=0.02)
     for xs, ys in zip(X, Ys):
         crf.learn_one(xs, ys)
-    assert engine_of(crf).hyper[7] == pytest.approx(math.sqrt(2 * math.log(3) * mean_len / 0.02))
+    assert engine_of(crf).hyper[_cs.H_GAMMA] == pytest.approx(math.sqrt(2 * math.log(3) * mean_len / 0.02))

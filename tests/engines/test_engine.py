@@ -156,6 +156,32 @@ def test_the_obscure_engine_hands_its_records_to_compiled_code_as_plain_tuples_i
         assert eviction is not None  # a budget: the variant with the eviction code
 
 
+#: The integer settings of the per-example learners (codes, flags, counts): ``IH_*`` of their steps.
+INTEGER_SETTINGS = {"STAGE", "PEGASOS", "BUDGET", "POLICY", "BINARY", "NCLASS", "LOSS", "PROX", "SCHEDULE", "NOUT",
+                    "GROUP_STEPS", "NLABELS"}
+
+
+@pytest.mark.parametrize("name", ["obscure", "proximal-classifier", "proximal-regressor", "sequence"])
+def test_integer_settings_sit_in_an_int64_array_and_hyper_holds_only_real_values(name):
+    """The compiled step's record holds the real-valued settings in the float64 ``hyper`` and the
+    integer ones in the int64 ``ihyper`` beside it; the state saves both with their dtypes."""
+    import importlib
+
+    model, _ = _fitted(name)
+    eng = engine_of(model)
+    core = importlib.import_module(type(eng).__module__.rsplit(".", 1)[0] + "._step")
+    floats = {n[2:] for n in dir(core) if n.startswith("H_")}
+    ints = {n[3:] for n in dir(core) if n.startswith("IH_")}
+    assert floats and not floats & INTEGER_SETTINGS and ints <= INTEGER_SETTINGS
+    assert eng.hyper.dtype == np.float64 and eng.hyper.shape == (len(floats),) == (core.N_HYPER,)
+    assert eng.ihyper.dtype == np.int64 and eng.ihyper.shape == (len(ints),) == (core.N_IHYPER,)
+    record = eng.records()[2] if name == "obscure" else eng._group_state()
+    assert record.hyper is eng.hyper and record.ihyper is eng.ihyper
+    assert eng.ihyper[core.IH_BUDGET] == (30 if name != "sequence" else 0)
+    _, arrays = eng.get_state()
+    assert arrays["hyper"].dtype == np.float64 and arrays["ihyper"].dtype == np.int64
+
+
 @pytest.mark.parametrize("name", ["obscure", "proximal-classifier", "proximal-regressor", "sequence"])
 def test_budgeted_engines_count_their_steps_and_evictions(name):
     # a budget of 10 under 60 examples (60 sequences of 4 positions) must evict

@@ -341,22 +341,45 @@ def test_diabetes_r2_floor(seed):
     assert reg.score(sc.transform(Xte), yte) >= 0.40
 
 
-def test_state_saved_before_group_steps_loads_and_learns_with_the_parameter():
-    """A state whose ``hyper`` predates the ``group_steps`` entry (one entry shorter) loads:
-    the same predictions, and it learns on as the face's ``group_steps`` says."""
+def _hyper_of_every_setting(arrays, group_steps=True):
+    """``arrays`` as a state without ``ihyper`` holds them: every setting in one float ``hyper``,
+    in its order (``group_steps`` last; none before that setting existed)."""
+    h, s = arrays["hyper"], arrays["ihyper"]
+    old = [s[_cf.IH_LOSS], s[_cf.IH_PROX], h[_cf.H_LAM], h[_cf.H_PROX_PARAM], s[_cf.IH_SCHEDULE], h[_cf.H_ETA0],
+           h[_cf.H_SIGMA_SC], h[_cf.H_GAMMA], s[_cf.IH_BUDGET], s[_cf.IH_POLICY], s[_cf.IH_NOUT], h[_cf.H_EPSILON]]
+    old += [s[_cf.IH_GROUP_STEPS]] if group_steps else []
+    return {**{k: v for k, v in arrays.items() if k != "ihyper"}, "hyper": np.array(old, dtype=np.float64)}
+
+
+@pytest.mark.parametrize("group_steps", [True, False])
+def test_state_with_every_setting_in_hyper_loads_and_learns_alike(group_steps):
+    """A state with its integer settings in the float ``hyper`` (no ``ihyper``), with or without the
+    ``group_steps`` entry, loads into the two arrays: the same predictions, bit for bit, and it
+    learns on alike (without the entry, as the face's ``group_steps`` says)."""
     data = list(_river_stream(200, 3, True))
-    model = RiverRegressor()
+    model = RiverRegressor(group_steps="norms", budget=30)
     for x, y in data[:100]:
         model.learn_one(x, y)
     state, arrays = model._get_state()
-    arrays = dict(arrays, hyper=arrays["hyper"][:_cf.H_GROUP_STEPS].copy())
-    old = RiverRegressor()
-    old._set_state(state, arrays)
-    assert engine_of(old).hyper.shape == engine_of(model).hyper.shape
+    old = RiverRegressor(group_steps="norms", budget=30)
+    old._set_state(state, _hyper_of_every_setting(arrays, group_steps))
+    for name in ("hyper", "ihyper"):
+        np.testing.assert_array_equal(getattr(engine_of(old), name), getattr(engine_of(model), name), strict=True)
     for x, y in data[100:]:
         assert model.predict_one(x) == old.predict_one(x)
         model.learn_one(x, y)
         old.learn_one(x, y)
+
+
+def test_a_state_with_a_fractional_integer_setting_in_hyper_is_refused():
+    model = RiverRegressor()
+    for x, y in _river_stream(20, 3, True):
+        model.learn_one(x, y)
+    state, arrays = model._get_state()
+    arrays = _hyper_of_every_setting(arrays)
+    arrays["hyper"][10] = 1.5  # the outputs in use
+    with pytest.raises(ValueError, match=r"integer settings in hyper .* not whole numbers"):
+        RiverRegressor()._set_state(state, arrays)
 
 
 @pytest.mark.parametrize("name, edit, rule", [

@@ -427,7 +427,7 @@ def test_object_arrays_are_refused(saved, tmp_path):
     ("buf.ypos", 0, 99, "class is out of range"),
     ("ck.granges", (0, 1), 10_000, "columns are out of range"),
     ("ck.codes", 0, 77, "kernel codes"),
-    ("hyper", 6, 3.0, "budget"),
+    ("ihyper", 2, 3, "budget"),
 ])
 def test_inconsistent_state_is_refused(saved, tmp_path, array, index, value, rule):
     """A file with valid checksums but an impossible state (crafted) never reaches the compiled code."""

@@ -253,6 +253,35 @@ def test_files_written_before_the_settings_load_as_before(name):
     assert_close(got, want)
 
 
+FIXTURES_ONE_HYPER = Path(__file__).parents[1] / "data" / "persist_v2"
+
+
+def _answers(model, extra):
+    """What ``model`` answers to the inputs a fixture recorded (``extra["inputs"]``)."""
+    kind, inputs = extra["inputs"]
+    if kind == "dicts":
+        return [model.predict_proba_one(x) for x in inputs]
+    if kind == "sequences":
+        return [model.predict_one(np.array(x)) for x in inputs]
+    X = np.array(inputs)
+    return (model.predict(X) if extra["regression"] else model.decision_function(X)).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES_ONE_HYPER.glob("*.omkl")))
+def test_files_and_pickles_with_every_setting_in_hyper_predict_bit_for_bit(name):
+    """Model files and pickles written while one float ``hyper`` held the integer settings too
+    (``tests/data/persist_v2/``) load into ``hyper`` and ``ihyper`` and answer exactly as when saved."""
+    import pickle
+
+    model, meta = load_with_meta(FIXTURES_ONE_HYPER / f"{name}.omkl")
+    assert _answers(model, meta["extra"]) == meta["extra"]["predictions"]
+    with open(FIXTURES_ONE_HYPER / f"{name}.pkl", "rb") as fh:
+        saved = pickle.load(fh)
+    assert _answers(saved["model"], saved["extra"]) == saved["extra"]["predictions"]
+    eng = engine_of(model)
+    assert eng.hyper.dtype == np.float64 and eng.ihyper.dtype == np.int64
+
+
 def assert_close(got, want):
     """Equal structures, floats within 1e-9 relative (dicts and lists walked)."""
     if isinstance(want, dict):
