@@ -142,6 +142,11 @@ class GroupNormEngine(BufferEngine):
         self._forget_records()
         return new
 
+    def _row_shapes(self):
+        """The per-row arrays as ``(name, array, shape past the row axis)``, for the state checks."""
+        C, F = self.beta.shape[1], self.ck.n_kernels
+        return ("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)), ("avg_base", self.avg_base, (F,))
+
     def _check_groups_state(self, need, fresh_hyper, free, P):
         """The structural rules the proximal states share; ``free`` are the ``hyper`` entries that
         may differ from a fresh engine's (those that grow with the stream)."""
@@ -155,9 +160,7 @@ class GroupNormEngine(BufferEngine):
                                  ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
         self.ck.check_restored(need, "ck")
-        C = self.beta.shape[1]
-        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
-                                     ("avg_base", self.avg_base, (F,))))
+        self._check_buffer(need, F, self._row_shapes())
         need(bool(np.all(self.istate >= 0)), "negative counters")
         self._check_groups(self.ck, need, "ck")
 
