@@ -43,11 +43,11 @@ from threadpoolctl import threadpool_limits
 from .._lazy import lazy_module
 from ..features import label_key
 from ..kernel_arrays import block_kernels
+from ..sequence.engine import per_kernel_class_vectors
 from ._common import _merged_scaling, _union, check_scalings, fresh_clone, in_units, unit_frame
 
 _cf = lazy_module("onlinemkl.proximal._step")
 _cs = lazy_module("onlinemkl.sequence._step")
-_cs_engine = lazy_module("onlinemkl.sequence.engine")
 
 __all__ = ["merge_sequence", "sequence_divergence", "learnt"]
 
@@ -71,7 +71,7 @@ class _Model:
         d = int(eng["n_features"])
         self.names = list(params["features"]) if self.array_input is False else list(range(d))
         self.labels = list(params["labels"])
-        a = _cs_engine.SequenceEngine._per_kernel_class_vectors(a)
+        a = per_kernel_class_vectors(a)
         F = a["buf.coef"].shape[1]
         n = int(a["istate"][_cs.I_N])
         T = int(a["istate"][_cs.I_T])

@@ -26,7 +26,7 @@ from ..proximal.engine import GroupNormEngine
 _cp = lazy_module("onlinemkl.proximal._prox")
 _cs = lazy_module("onlinemkl.sequence._step")
 
-__all__ = ["SequenceEngine", "PARAMS", "LOSSES", "TRANSITION_ARRAYS"]
+__all__ = ["SequenceEngine", "PARAMS", "LOSSES", "TRANSITION_ARRAYS", "per_kernel_class_vectors"]
 
 LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
 
@@ -70,6 +70,22 @@ PARAMS = Table(
 
 #: Transition-group arrays: raw transition/start/stop scores and their running sums (averaged model).
 TRANSITION_ARRAYS = ("T", "S0", "S1", "Tavg", "S0avg", "S1avg")
+
+
+def per_kernel_class_vectors(arrays):
+    """A state saved with a class vector per position and a coefficient per kernel (2-D
+    ``beta[cap, C]``, ``buf.coef[cap, F]``, ``avg_acc[cap, F]``) in the class vectors per kernel
+    (``beta[F, cap, C] = coef.T (x) beta``, the same for the averaged sums); others as they are."""
+    beta, coef, acc = arrays.get("beta"), arrays.get("buf.coef"), arrays.get("avg_acc")
+    if not (isinstance(beta, np.ndarray) and beta.ndim == 2 and isinstance(coef, np.ndarray)
+            and isinstance(acc, np.ndarray) and coef.ndim == 2 and acc.shape == coef.shape
+            and beta.shape[0] == coef.shape[0]):
+        return arrays
+    out = dict(arrays)
+    out["beta"] = np.ascontiguousarray(coef.T[:, :, None] * beta[None, :, :])
+    out["avg_acc"] = np.ascontiguousarray(acc.T[:, :, None] * beta[None, :, :])
+    out["buf.coef"] = np.zeros_like(coef)
+    return out
 
 
 class SequenceEngine(GroupNormEngine):
@@ -282,7 +298,7 @@ class SequenceEngine(GroupNormEngine):
         """Restore onto an engine built from the same parameters; every shape and index is checked."""
         self._check_kernel_state(params, state_rule("sequence-labeller"))
         fresh_hyper = self.hyper.copy()
-        arrays = self._per_kernel_class_vectors(arrays)
+        arrays = per_kernel_class_vectors(arrays)
         restore_arrays(self, arrays, self._STATE_ARRAYS)
         self._forget_records()
         self.n_features = int(params["n_features"])
@@ -292,22 +308,6 @@ class SequenceEngine(GroupNormEngine):
         self.b_new = np.zeros_like(self.theta_sq)
         self._check_state(fresh_hyper, strict)
         self._refresh_row_caches()
-
-    @staticmethod
-    def _per_kernel_class_vectors(arrays):
-        """A state saved with a class vector per position and a coefficient per kernel (2-D
-        ``beta[cap, C]``, ``buf.coef[cap, F]``, ``avg_acc[cap, F]``) in the class vectors per kernel
-        (``beta[F, cap, C] = coef.T (x) beta``, the same for the averaged sums); others as they are."""
-        beta, coef, acc = arrays.get("beta"), arrays.get("buf.coef"), arrays.get("avg_acc")
-        if not (isinstance(beta, np.ndarray) and beta.ndim == 2 and isinstance(coef, np.ndarray)
-                and isinstance(acc, np.ndarray) and coef.ndim == 2 and acc.shape == coef.shape
-                and beta.shape[0] == coef.shape[0]):
-            return arrays
-        out = dict(arrays)
-        out["beta"] = np.ascontiguousarray(coef.T[:, :, None] * beta[None, :, :])
-        out["avg_acc"] = np.ascontiguousarray(acc.T[:, :, None] * beta[None, :, :])
-        out["buf.coef"] = np.zeros_like(coef)
-        return out
 
     def _row_shapes(self):
         return (("avg_base", self.avg_base, (self.ck.n_kernels,)),)
