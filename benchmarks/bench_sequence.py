@@ -27,8 +27,8 @@ Rows: Linear, Quadratic, Gaussian, B1-spline: one kernel, l2 regulariser
 the same l2 regulariser (every step adds the same coefficients to every kernel group and the
 prox shrinks them alike, so the model is the structured SVM of the fixed sum kernel); MKL: the
 squared l2,1 regulariser (Algorithm 2); MKL (CRF): MKL with the CRF loss.  Every model keeps
-the transitions as one more group.  Training time: wall time of the 20 epochs (BLAS on one
-thread, the compilation excluded), on a shared machine: compare rows within one run.
+the transitions as one more group.  Training time: CPU time of the 20 epochs (BLAS on one
+thread, the compilation excluded; each position stored once, its re-visits added to its row).
 
 The full protocol (6 C x 4 eta0 per row and selection fold, then 10 folds) takes many hours on
 a shared 2-core machine, so the options say how much runs and the report says exactly what
@@ -103,17 +103,18 @@ def spline_zeros(X, h, sample=1500, seed=0):
 
 
 def train(model, X, y, epochs, seed, start=0, order=None, each_epoch=None):
-    """Epochs ``start .. epochs - 1`` of ``model.fit``'s loop (the same random orders), one
-    ``learn_one`` at a time; returns the seconds spent learning.  ``each_epoch(e)`` runs after
-    every epoch (outside the timing)."""
+    """Epochs ``start .. epochs - 1`` of ``model.fit``'s loop (the same random orders and the same
+    model: each word learnt under its index as ``seq_id``, so a re-visited position adds to its row
+    as in ``fit``), one ``learn_one`` at a time; returns the CPU seconds spent learning.
+    ``each_epoch(e)`` runs after every epoch (outside the timing)."""
     rng = order if order is not None else np.random.default_rng(seed)
     seconds = 0.0
     for e in range(start, epochs):
         perm = rng.permutation(len(X))
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for i in perm:
-            model.learn_one(X[i], y[i])
-        seconds += time.perf_counter() - t0
+            model.learn_one(X[i], y[i], seq_id=int(i))
+        seconds += time.process_time() - t0
         if each_epoch is not None:
             each_epoch(e)
     return seconds, rng
@@ -183,7 +184,7 @@ def run_row(task):
             scores[C] = float(np.mean(accs))
             print(f"{name}: C={C:g} validation {scores[C]:.4f}", flush=True)
         C = max(scores, key=scores.get) if scores else args.C[0]
-        accs, secs, weights, etas, trace = [], [], [], [], None
+        accs, secs, weights, etas, supports, trace = [], [], [], [], [], None
         for f in args.folds:
             X, y, Xt, yt = split(f, n_train, args.test_words)
             tr = [] if (f == args.folds[0] and name in ("Average (L+Q+G)", "MKL b1 L + b2 Q + b3 G")) else None
@@ -193,15 +194,16 @@ def run_row(task):
             accs.append(accuracy(m, Xt, yt))
             secs.append(sec)
             weights.append(m.kernel_weights_)
+            supports.append(m.n_support_)
             etas.append(eta0)
-            print(f"{name} fold {f}: {accs[-1]:.4f} in {sec:.1f} s, eta0={eta0}, "
+            print(f"{name} fold {f}: {accs[-1]:.4f} in {sec:.1f} CPU-s, eta0={eta0}, "
                   f"weights {np.round(m.kernel_weights_, 3)}", flush=True)
     paper = PAPER.get(name)
     row = {
         "kernel": name,
         "test acc. per char (%)": f"{100 * np.mean(accs):.2f} ± {100 * np.std(accs):.2f}",
         "paper (%)": f"{paper[1]} ± {paper[2]}" if paper else "",
-        "training time (s)": round(float(np.mean(secs)), 1),
+        "training time (s)": round(float(np.mean(secs)), 1), "n_support": int(np.mean(supports)),
         "paper time (s)": paper[0] if paper else "",
         "C": C, "eta0": "/".join(f"{e:g}" for e in etas),
         "kernel weights (then transitions)": " ".join(f"{v:.3f}" for v in np.mean(weights, axis=0)),
@@ -322,7 +324,7 @@ def main(argv=None):
     rows.append({"kernel": "CRF peer: python-crfsuite (pixels, L-BFGS)",
                  "test acc. per char (%)": f"{100 * crf_acc:.2f} ± {100 * np.std([a for a, _ in crf]):.2f}",
                  "training time (s)": round(crf_sec, 1), "paper (%)": "", "paper time (s)": "", "C": "", "eta0": "",
-                 "kernel weights (then transitions)": ""})
+                 "kernel weights (then transitions)": "", "n_support": ""})
 
     fig_lines = []
     for name, tr in traces.items():
@@ -356,7 +358,7 @@ Objective and weights along the epochs, fold {args.folds[0]} (the paper's Fig. 1
 """
     write_report("sequence", rows, quick=args.quick,
                  columns=["kernel", "test acc. per char (%)", "paper (%)", "training time (s)", "paper time (s)", "C",
-                          "eta0", "kernel weights (then transitions)"],
+                          "eta0", "kernel weights (then transitions)", "n_support"],
                  title="Sequence labelling: Martins et al. Table 1 on the OCR words", notes=notes,
                  extra={"crf": peer, "traces": traces, "chosen_C": chosen,
                         "settings": dict(folds=args.folds, select_folds=args.select_folds, C=args.C, epochs=epochs,

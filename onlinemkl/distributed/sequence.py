@@ -2,8 +2,8 @@
 distance between two of them.
 
 A model of the labeller is two parts (:mod:`onlinemkl.sequence._step`): the emission part, a
-kernel expansion over stored position examples (a coefficient per example and kernel, a class
-vector ``beta`` per example), and the transition group, the label transition matrix ``T`` with
+kernel expansion over stored position examples (a class vector per example and kernel, handled
+here as rank-one rows: a coefficient per kernel times one class vector), and the transition group, the label transition matrix ``T`` with
 the start and stop scores ``S0``, ``S1``.  Every score is linear in both, so the merge is the
 weighted average of each, as for the flat proximal learner (:mod:`onlinemkl.distributed.merge`):
 
@@ -43,6 +43,7 @@ from threadpoolctl import threadpool_limits
 from .._lazy import lazy_module
 from ..features import label_key
 from ..kernel_arrays import block_kernels
+from ..sequence.engine import per_kernel_class_vectors
 from ._common import _merged_scaling, _union, check_scalings, fresh_clone, in_units, unit_frame
 
 _cf = lazy_module("onlinemkl.proximal._step")
@@ -54,8 +55,14 @@ _CHAIN = ("T", "S0", "S1")
 
 
 class _Model:
-    """One fitted labeller's state as rows over named columns, class vectors over named labels,
-    coefficients and averaged coefficients (scales folded), and the chain (last, averaged)."""
+    """One fitted labeller's state as rank-one rows over named columns (a row, a class vector over
+    named labels, its coefficient per kernel and averaged coefficient per kernel, scales folded),
+    and the chain (last, averaged).
+
+    A stored position carries a class vector per kernel (last and averaged model), so it becomes
+    up to ``2 F`` rank-one rows: one per kernel with ``coef = e_k`` and the kernel's class vector,
+    one per kernel with ``avg = e_k`` and its averaged class vector.  :func:`_write` adds the rows
+    of one position back together."""
 
     def __init__(self, state, frame=None):
         params, a = state
@@ -64,21 +71,38 @@ class _Model:
         d = int(eng["n_features"])
         self.names = list(params["features"]) if self.array_input is False else list(range(d))
         self.labels = list(params["labels"])
+        a = per_kernel_class_vectors(a)
         F = a["buf.coef"].shape[1]
         n = int(a["istate"][_cs.I_N])
         T = int(a["istate"][_cs.I_T])
         Y = len(self.labels)
         sigma = a["sigma"]
-        self.X = a["buf.S"][:n, :d]
+        X = a["buf.S"][:n, :d]
         if frame:  # the rows in the merge's common units (the models standardised their inputs)
-            self.X = in_units(self.X, self.names, state, frame)
-        self.stamps = a["buf.tstamp"][:n]
-        self.beta = a["beta"][:n, :Y]
-        self.coef = a["buf.coef"][:n] * sigma[:F]
-        self.avg = np.zeros((n, F))
+            X = in_units(X, self.names, state, frame)
+        B = a["beta"][:, :n, :Y] * sigma[:F, None, None]
+        Bavg = np.zeros_like(a["beta"])
         if n:
-            _cf.averaged_coefficients(n, a["buf.coef"], a["avg_acc"], a["avg_base"], a["sigma_cum"], max(T, 1),
-                                      self.avg)
+            _cs.averaged_class_vectors(n, a["beta"], a["avg_acc"], a["avg_base"], a["sigma_cum"], max(T, 1), Bavg)
+        Bavg = Bavg[:, :n, :Y]
+        rows, beta, coef, avg, stamps = [], [], [], [], []
+        eye = np.eye(F)
+        for i in range(n):
+            for k in range(F):
+                for vec, last in ((B[k, i], True), (Bavg[k, i], False)):
+                    if not np.any(vec):
+                        continue
+                    rows.append(X[i])
+                    beta.append(vec)
+                    coef.append(eye[k] if last else np.zeros(F))
+                    avg.append(np.zeros(F) if last else eye[k])
+                    stamps.append(a["buf.tstamp"][i])
+        m = len(rows)
+        self.X = np.array(rows, dtype=float).reshape(m, X.shape[1])
+        self.beta = np.array(beta, dtype=float).reshape(m, Y)
+        self.coef = np.array(coef, dtype=float).reshape(m, F)
+        self.avg = np.array(avg, dtype=float).reshape(m, F)
+        self.stamps = np.array(stamps, dtype=np.int64)
         self.chain = [_labels_part(a[k], Y) * sigma[F] for k in _CHAIN]
         self.chain_avg = [_labels_part(a[k + "avg"], Y) / max(T, 1) for k in _CHAIN]
 
@@ -195,7 +219,7 @@ def merge_sequence(learner, states, weights):
     with threadpool_limits(1, user_api="blas"):
         K = block_kernels(u.X, u.X, eng.ck) if u.X.shape[0] else np.zeros((eng.ck.n_kernels, 0, 0))
         budget = eng.buf.budget
-        if budget is not None and u.X.shape[0] > budget:
+        if budget is not None and len({row.tobytes() for row in u.X}) > budget:  # more positions than the budget
             kept = _compress(u, eng, budget)
             K = K[:, kept][:, :, kept]
         theta_sq = _emission_norms(u.coef, u.beta, K)
@@ -205,7 +229,8 @@ def merge_sequence(learner, states, weights):
 
 def _compress(u, eng, budget):
     """Evict with the labeller's choice of row and the projected removal of
-    :func:`onlinemkl.proximal._step.compress_rows` until ``budget`` rows remain (the union handed
+    :func:`onlinemkl.proximal._step.compress_rows` until ``budget`` rank-one rows remain (so at
+    most ``budget`` positions: fewer where a position kept several of its rows) (the union handed
     over with unit scales and its averaged coefficients as running sums, so an evicted row's share
     of the averaged model moves to its partner).  Returns the kept rows' original indices."""
     n, F = u.X.shape[0], eng.ck.n_kernels
@@ -236,9 +261,17 @@ def _write(u, eng, theta_sq, fitted, w):
     """Write the merged rows, chain and counters into ``eng`` (the holder's engine)."""
     arrays = [a for (_, a), _ in fitted]
     len_sums = [p["engine"]["len_sum"] for (p, _), _ in fitted]
-    n, d = u.X.shape
-    Y = u.beta.shape[1]
     F = eng.ck.n_kernels
+    d, Y = u.X.shape[1], u.beta.shape[1]
+    T = int(round(float(np.dot(w, [a["istate"][_cs.I_T] for a in arrays]))))
+    # the rank-one rows of one position added back into its class vectors per kernel
+    where, first = {}, []
+    for i in range(u.X.shape[0]):
+        key = u.X[i].tobytes()
+        if key not in where:
+            where[key] = len(first)
+            first.append(i)
+    n = len(first)
     budget = eng.buf.budget
     cap = max(n, 1) if budget is None else min(max(n, 1), budget)
     b = eng.buf
@@ -247,15 +280,15 @@ def _write(u, eng, theta_sq, fitted, w):
         setattr(b, name, np.zeros((cap,) + arr.shape[1:], dtype=arr.dtype))
     b.yneg[:] = -1
     b.S = np.zeros((cap, max(d, b.S.shape[1], 1)))
-    b.S[:n, :d] = u.X
-    b.coef[:n] = u.coef
-    b.tstamp[:n] = u.stamps
-    C = eng.beta.shape[1]
-    eng.beta = np.zeros((cap, C))
-    eng.beta[:n, :Y] = u.beta
-    T = int(round(float(np.dot(w, [a["istate"][_cs.I_T] for a in arrays]))))
-    eng.avg_acc = np.zeros((cap, F))
-    eng.avg_acc[:n] = u.avg * max(T, 1)
+    b.S[:n, :d] = u.X[first]
+    C = eng.beta.shape[2]
+    eng.beta = np.zeros((F, cap, C))
+    eng.avg_acc = np.zeros((F, cap, C))
+    for i in range(u.X.shape[0]):
+        j = where[u.X[i].tobytes()]
+        eng.beta[:, j, :Y] += u.coef[i][:, None] * u.beta[i][None, :]
+        eng.avg_acc[:, j, :Y] += (u.avg[i] * max(T, 1))[:, None] * u.beta[i][None, :]
+        b.tstamp[j] = max(b.tstamp[j], u.stamps[i])
     eng.avg_base = np.zeros((cap, F))
     eng.sigma[:] = 1.0
     eng.sigma_cum[:] = 0.0

@@ -147,6 +147,11 @@ class GroupNormEngine(BufferEngine):
         self._forget_records()
         return new
 
+    def _row_shapes(self):
+        """The per-row arrays as ``(name, array, shape past the row axis)``, for the state checks."""
+        C, F = self.beta.shape[1], self.ck.n_kernels
+        return ("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)), ("avg_base", self.avg_base, (F,))
+
     def _split_hyper(self, arrays, need, floats=None, ints=None, missing=None):
         """``arrays`` in this layout (:func:`~onlinemkl.engine.split_hyper`), given where a file
         without an ``ihyper`` array kept the learner's own settings in its ``hyper``
@@ -174,9 +179,7 @@ class GroupNormEngine(BufferEngine):
                                  ("sigma_cum", self.sigma_cum, (F,)), ("prox_weights", self.prox_weights, (P,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")
         self.ck.check_restored(need, "ck")
-        C = self.beta.shape[1]
-        self._check_buffer(need, F, (("beta", self.beta, (C,)), ("avg_acc", self.avg_acc, (F,)),
-                                     ("avg_base", self.avg_base, (F,))))
+        self._check_buffer(need, F, self._row_shapes())
         need(bool(np.all(self.istate >= 0)), "negative counters")
         self._check_groups(self.ck, need, "ck")
 

@@ -23,11 +23,10 @@ from ..kernels import KERNELS_RULE
 from ..proximal._setup import check_eta0_param, check_gamma_param, common_rows
 from ..proximal.engine import GroupNormEngine
 
-_cf = lazy_module("onlinemkl.proximal._step")
 _cp = lazy_module("onlinemkl.proximal._prox")
 _cs = lazy_module("onlinemkl.sequence._step")
 
-__all__ = ["SequenceEngine", "PARAMS", "LOSSES", "TRANSITION_ARRAYS"]
+__all__ = ["SequenceEngine", "PARAMS", "LOSSES", "TRANSITION_ARRAYS", "per_kernel_class_vectors"]
 
 LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
 
@@ -73,18 +72,38 @@ PARAMS = Table(
 TRANSITION_ARRAYS = ("T", "S0", "S1", "Tavg", "S0avg", "S1avg")
 
 
+def per_kernel_class_vectors(arrays):
+    """A state saved with a class vector per position and a coefficient per kernel (2-D
+    ``beta[cap, C]``, ``buf.coef[cap, F]``, ``avg_acc[cap, F]``) in the class vectors per kernel
+    (``beta[F, cap, C] = coef.T (x) beta``, the same for the averaged sums); others as they are."""
+    beta, coef, acc = arrays.get("beta"), arrays.get("buf.coef"), arrays.get("avg_acc")
+    if not (isinstance(beta, np.ndarray) and beta.ndim == 2 and isinstance(coef, np.ndarray)
+            and isinstance(acc, np.ndarray) and coef.ndim == 2 and acc.shape == coef.shape
+            and beta.shape[0] == coef.shape[0]):
+        return arrays
+    out = dict(arrays)
+    out["beta"] = np.ascontiguousarray(coef.T[:, :, None] * beta[None, :, :])
+    out["avg_acc"] = np.ascontiguousarray(acc.T[:, :, None] * beta[None, :, :])
+    out["buf.coef"] = np.zeros_like(coef)
+    return out
+
+
 class SequenceEngine(GroupNormEngine):
     """State of the sequence labeller (internal).
 
-    Plain numpy state: the support buffer of position examples (``buf``), the
-    class vectors ``beta`` of the stored positions, the averaged-model
-    bookkeeping, the transition group (``T``, ``S0``, ``S1`` and their sums),
-    the group norms and lazy scales.  ``len_sum`` is the number of positions
-    learnt (for ``gamma='auto'``).
+    Plain numpy state: the support buffer of position examples (``buf``; its
+    ``coef`` column is unused, 0), the class vectors of the stored positions, one
+    per kernel (``beta[F, cap, C]``, raw: times the group's lazy scale), the
+    averaged-model bookkeeping (``avg_acc[F, cap, C]``, ``avg_base``), the
+    transition group (``T``, ``S0``, ``S1`` and their sums), the group norms and
+    lazy scales.  ``len_sum`` is the number of positions learnt (for
+    ``gamma='auto'``).
 
     Protocol (:mod:`onlinemkl.engine`): one example is one sequence:
-    ``learn(xs, ys)`` (rows and label indices of its positions) and
-    ``predict(xs)`` (the Viterbi path); ``get_state``/``set_state``.
+    ``learn(xs, ys, hints)`` (rows and label indices of its positions, and where
+    they are stored already) and ``predict(xs)`` (the Viterbi path);
+    ``get_state``/``set_state``.  A state saved with one class vector per
+    position and a coefficient per kernel (2-D ``beta``) is converted on load.
 
     ``gamma_unit``: with ``gamma='auto'``, the radius for a loss of 1 at
     ``theta = 0``; each step uses ``gamma_unit * sqrt(mean L(0))`` (None: the
@@ -92,6 +111,7 @@ class SequenceEngine(GroupNormEngine):
     """
 
     _CORE = _cs
+    _ROW_ARRAYS = ("avg_base",)  # beta and avg_acc hold their rows on axis 1 (_ensure_rows)
 
     def __init__(self, settings, loss, cost, budget, eviction, gamma_unit=None, average=False):
         self._remember_init(locals())
@@ -100,6 +120,8 @@ class SequenceEngine(GroupNormEngine):
         self.ck = CompiledKernels(settings["kernels"])
         P = self.ck.n_kernels + 1
         self._init_groups(settings, LOSSES[loss], budget, eviction, P, 2)
+        self.beta = np.zeros((P - 1, self.buf.capacity, 2))
+        self.avg_acc = np.zeros_like(self.beta)
         self.hyper[_cs.H_COST] = cost
         for name in TRANSITION_ARRAYS:
             setattr(self, name, np.zeros((2, 2)) if name.startswith("T") else np.zeros(2))
@@ -122,32 +144,65 @@ class SequenceEngine(GroupNormEngine):
     def set_n_labels(self, Y):
         """Use ``Y`` labels (they grow as new labels appear); the arrays grow by doubling."""
         self.ihyper[_cs.IH_NLABELS] = Y
-        new = self._grow_outputs(Y)
-        if new is not None:
-            for name in TRANSITION_ARRAYS:
+        C = self.beta.shape[2]
+        if Y <= C:
+            return
+        new = max(Y, 2 * C)
+        for name in ("beta", "avg_acc"):
+            arr = getattr(self, name)
+            grown = np.zeros(arr.shape[:2] + (new,))
+            grown[:, :, :C] = arr
+            setattr(self, name, grown)
+        for name in TRANSITION_ARRAYS:
+            arr = getattr(self, name)
+            grown = np.zeros((new, new) if arr.ndim == 2 else new)
+            grown[tuple(slice(0, n) for n in arr.shape)] = arr
+            setattr(self, name, grown)
+        self._forget_records()
+
+    def _ensure_rows(self, n_rows):
+        cap = self.buf.capacity
+        super()._ensure_rows(n_rows)
+        new = self.buf.capacity
+        if new != cap:
+            for name in ("beta", "avg_acc"):
                 arr = getattr(self, name)
-                grown = np.zeros((new, new) if arr.ndim == 2 else new)
-                grown[tuple(slice(0, n) for n in arr.shape)] = arr
+                grown = np.zeros((arr.shape[0], new, arr.shape[2]))
+                grown[:, :cap] = arr
                 setattr(self, name, grown)
             self._forget_records()
+
+    def _position_rows(self, B=None):
+        """The buffer and the class vectors as :class:`~onlinemkl.sequence._step.PositionRows`
+        (``B``: other class vectors than the model's, e.g. the averaged model's)."""
+        b = self.buf
+        return _cs.PositionRows(b.S, b.ssq, b.sdiag_t, self.beta if B is None else B, b.tstamp, self.avg_acc,
+                                self.avg_base)
 
     def _build_records(self):
         """``(buf, spec, chain, chain_avg, st)``, the records
         :func:`~onlinemkl.sequence._step.sequence_learn` takes, as plain tuples
         (:func:`~onlinemkl.engine.plain`); kept until an array is replaced."""
-        self._records = plain(self._prox_rows(), self.ck.spec(), _cs.ChainScores(self.T, self.S0, self.S1),
+        self._records = plain(self._position_rows(), self.ck.spec(), _cs.ChainScores(self.T, self.S0, self.S1),
                               _cs.ChainScores(self.Tavg, self.S0avg, self.S1avg), self._group_state())
         return self._records
 
-    def learn(self, xs, ys):
-        """One step on a non-empty sequence (rows ``xs``, label indices ``ys``)."""
+    def learn(self, xs, ys, hints=None):
+        """One step on a non-empty sequence (rows ``xs``, label indices ``ys``).
+
+        ``hints`` (int64 ``[L, 2]``, updated in place): per position the ``[slot, stamp]`` of the
+        row that holds it from an earlier step, or ``[-1, -1]`` (None: every position is new).
+        A re-visited position's update is added to its row, so the buffer holds each position
+        once (:func:`~onlinemkl.sequence._step.sequence_learn`)."""
         self.len_sum += int(xs.shape[0])
         if self.gamma_unit is not None:
             self.hyper[_cs.H_GAMMA] = self.gamma_unit * math.sqrt(self.mean_loss_at_zero(xs.shape[0]))
         self._ensure_rows(self.n_support + xs.shape[0])
+        if hints is None:
+            hints = np.full((xs.shape[0], 2), -1, dtype=np.int64)
         buf, spec, chain, chain_avg, st = self._records or self._build_records()
         with blas_limit(xs.shape[0]):  # a word's products have a few rows: extra BLAS threads only wait
-            return _cs.sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, self.b, self.b_new)
+            return _cs.sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, self.b, self.b_new, hints)
 
     def mean_loss_at_zero(self, pending=0):
         """Mean loss at ``theta = 0`` of the sequences learnt so far (and one of length ``pending``).
@@ -175,9 +230,9 @@ class SequenceEngine(GroupNormEngine):
         sigma = self.sigma
         if average:
             T = max(int(self.istate[_cs.I_T]), 1)
-            coef = np.empty((max(n, 1), F))
-            _cf.averaged_coefficients(n, self.buf.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
-            buf, chain = plain(self._prox_rows(coef), _cs.ChainScores(self.Tavg / T, self.S0avg / T, self.S1avg / T))
+            B = np.zeros_like(self.beta)
+            _cs.averaged_class_vectors(n, self.beta, self.avg_acc, self.avg_base, self.sigma_cum, T, B)
+            buf, chain = plain(self._position_rows(B), _cs.ChainScores(self.Tavg / T, self.S0avg / T, self.S1avg / T))
             sigma = np.ones(F + 1)
         with blas_limit(xs.shape[0]):
             _cs.sequence_predict(xs, buf, n, spec, sigma, chain, Y, path)
@@ -192,7 +247,7 @@ class SequenceEngine(GroupNormEngine):
             return 0.0
         buf, spec, chain, _, _ = self._records or self._build_records()
         with blas_limit(xs.shape[0]):
-            _, _, _, U, T, S0, S1 = _cs.model_scores(xs, _cf.ProxRows(*buf), self.n_support, _cs.KernelSpec(*spec),
+            _, _, _, U, T, S0, S1 = _cs.model_scores(xs, _cs.PositionRows(*buf), self.n_support, _cs.KernelSpec(*spec),
                                                      self.sigma, self.T, self.S0, self.S1, Y)
         gold = _cs.sequence_score(U, T, S0, S1, ys)
         if self.ihyper[_cs.IH_LOSS] == _cs.LOSS_SVM:
@@ -223,8 +278,8 @@ class SequenceEngine(GroupNormEngine):
         """Squared raw group norms recomputed from the buffer and the transition arrays (tests)."""
         out = np.empty_like(self.theta_sq)
         F = self.ck.n_kernels
-        out[:F] = _cf.theta_sq_dense_from_buffer(self._prox_rows(), self.n_support, max(self.n_labels, 1),
-                                                 self.ck.spec())
+        out[:F] = _cs.theta_sq_from_rows(self._position_rows(), self.n_support, max(self.n_labels, 1),
+                                         self.ck.spec())
         out[F] = float(np.sum(self.T ** 2) + np.sum(self.S0 ** 2) + np.sum(self.S1 ** 2))
         return out
 
@@ -243,6 +298,7 @@ class SequenceEngine(GroupNormEngine):
         """Restore onto an engine built from the same parameters; every shape and index is checked."""
         self._check_kernel_state(params, state_rule("sequence-labeller"))
         fresh = (self.hyper.copy(), self.ihyper.copy())
+        arrays = per_kernel_class_vectors(arrays)
         arrays = self._split_hyper(arrays, state_rule("sequence-labeller"), {_cs.H_COST: 11}, {_cs.IH_NLABELS: 10})
         restore_arrays(self, arrays, self._STATE_ARRAYS)
         self._forget_records()
@@ -254,13 +310,22 @@ class SequenceEngine(GroupNormEngine):
         self._check_state(fresh, strict)
         self._refresh_row_caches()
 
+    def _row_shapes(self):
+        return (("avg_base", self.avg_base, (self.ck.n_kernels,)),)
+
     def _check_state(self, fresh, strict):
         h = self.hyper
         need = state_rule("sequence-labeller")
+        F, cap = self.ck.n_kernels, self.buf.capacity
+        for name in ("beta", "avg_acc"):
+            arr = getattr(self, name)
+            need(arr.shape[:2] == (F, cap) and arr.shape[2] >= 1,
+                 f"{name} has shape {arr.shape}, expected ({F}, {cap}, label slots)")
+        need(self.avg_acc.shape == self.beta.shape, f"avg_acc has shape {self.avg_acc.shape}, beta {self.beta.shape}")
         free = ({_cs.H_GAMMA} if self.gamma_unit is not None else set(), {_cs.IH_NLABELS})
         self._check_groups_state(need, fresh, free, self.ck.n_kernels + 1)
         need(math.isfinite(h[_cs.H_GAMMA]) and h[_cs.H_GAMMA] >= 0, "gamma is not finite and >= 0")
-        C = self.beta.shape[1]
+        C = self.beta.shape[2]
         for name, arr, shape in (("T", self.T, (C, C)), ("Tavg", self.Tavg, (C, C)), ("S0", self.S0, (C,)),
                                  ("S1", self.S1, (C,)), ("S0avg", self.S0avg, (C,)), ("S1avg", self.S1avg, (C,))):
             need(arr.shape == shape, f"{name} has shape {arr.shape}, expected {shape}")

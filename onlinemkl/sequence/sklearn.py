@@ -85,7 +85,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
     []
     """
 
-    _STATE_ATTRS = ("_engine", "_features", "_labels", "_array_input", "_scaling")
+    _STATE_ATTRS = ("_engine", "_features", "_labels", "_array_input", "_scaling", "_stored")
 
     def _ensure_engine(self):
         if hasattr(self, "_engine"):
@@ -96,6 +96,7 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         self._features = FeatureMap(max_features=self.max_features)
         self._labels = LabelMap()
         self._array_input = None
+        self._stored = {}  # learn_one's seq_id -> where its positions are stored (not saved)
 
     def _new_engine(self):
         cost = PARAMS.validated(self, "sklearn")["cost"]
@@ -201,21 +202,38 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
 
     # -- learning --------------------------------------------------------------------------
 
-    def learn_one(self, xs, ys):
+    def learn_one(self, xs, ys, seq_id=None):
         """One online step on one labelled sequence; returns ``self``.
 
         An empty sequence is a no-op.  A rejected input leaves the model unchanged.
+        ``seq_id`` (any hashable; None: a new sequence): a sequence learnt again under the same
+        id, with the same features, adds each position's update to the row already holding it
+        (as ``fit``'s epochs do) rather than storing the position again.  The ids are kept with
+        the model in memory, not in its file: after loading, every sequence is new.
         """
         fresh = not hasattr(self, "_engine")
         try:
-            self._learn_one(xs, ys)
+            hints = None
+            if seq_id is not None:
+                try:
+                    hash(seq_id)
+                except TypeError:
+                    raise TypeError(f"seq_id={seq_id!r} is not hashable; pass a str, int or tuple") from None
+                stored = self.__dict__.get("_stored", {})
+                hints = stored.get(seq_id)
+                n_pos = self._length(xs, "xs")
+                if hints is None or hints.shape[0] != n_pos:
+                    hints = np.full((n_pos, 2), -1, dtype=np.int64)
+            self._learn_one(xs, ys, hints)
+            if seq_id is not None:
+                self.__dict__.setdefault("_stored", {})[seq_id] = hints
         except BaseException:
             if fresh:
                 self._forget()
             raise
         return self
 
-    def _learn_one(self, xs, ys):
+    def _learn_one(self, xs, ys, hints=None):
         L = self._length(xs, "xs")
         if self._length(ys, "ys") != L:
             raise ValueError(f"xs has {L} positions but ys has {len(ys)} labels; they must match")
@@ -230,10 +248,15 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
             self._engine.set_n_labels(len(self._labels))
         if self._scaling is not None:
             X = self._scaling.learn_rows(X)  # the positions in order, as a stream of rows
-        self._engine.learn(np.ascontiguousarray(X), idx)
+        self._engine.learn(np.ascontiguousarray(X), idx, hints)
 
     def fit(self, X_seqs, y_seqs):
         """``n_epochs`` passes over the sequences in random order (a fresh model).
+
+        Each position is stored once: when a later epoch updates a position already in the
+        buffer, the update is added to its row's class vectors (the same model as storing it
+        again, in one row), so the buffer holds at most as many rows as there are distinct
+        positions.  ``learn_one`` takes every sequence as new positions.
 
         On bad input the error names the sequence and the previous model is kept.
         """
@@ -246,10 +269,16 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         try:
             self._ensure_engine()
             rng = np.random.default_rng(self.random_state)
+            # where each position is stored: a re-visit in a later epoch adds to its row
+            # (a sequence without a length gets none here: _learn_one names it)
+            ends = np.cumsum([len(xs) if hasattr(xs, "__len__") and not isinstance(xs, dict) else 0
+                              for xs in X_seqs], dtype=np.int64)
+            starts = ends - np.diff(ends, prepend=0)
+            hints = np.full((int(ends[-1]) if n else 0, 2), -1, dtype=np.int64)
             for _ in range(self.n_epochs):
                 for i in rng.permutation(n):
                     try:
-                        self._learn_one(X_seqs[i], y_seqs[i])
+                        self._learn_one(X_seqs[i], y_seqs[i], hints[starts[i]:ends[i]])
                     except (TypeError, ValueError) as exc:
                         raise type(exc)(f"sequence {i}: {exc}") from None
         except BaseException:

@@ -168,9 +168,10 @@ def test_compiled_step_matches_numpy_reference(loss, regularizer, gamma):
         eng = engine_of(model)
         F, n, Y = eng.n_kernels, eng.n_support, eng.n_labels
         assert n == len(ref.X)
-        coef = eng.buf.coef[:n] * eng.sigma[:F]
-        np.testing.assert_allclose(coef, np.array(ref.a).reshape(n, F), rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(eng.beta[:n, :Y], np.array(ref.u).reshape(n, Y), rtol=1e-9, atol=1e-12)
+        # each kernel's class vectors (scales applied) = the reference's coefficient times class vector
+        B = eng.beta[:, :n, :Y] * eng.sigma[:F, None, None]
+        want = np.array(ref.a).reshape(n, F).T[:, :, None] * np.array(ref.u).reshape(n, Y)[None]
+        np.testing.assert_allclose(B, want, rtol=1e-9, atol=1e-12)
         sT = eng.sigma[F]
         np.testing.assert_allclose(sT * eng.T[:Y, :Y], ref.T, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(sT * eng.S0[:Y], ref.S0, rtol=1e-9, atol=1e-12)

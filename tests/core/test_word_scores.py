@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from onlinemkl.sequence import _step as cs
-from onlinemkl.proximal._step import ProxRows
 from onlinemkl._core.kernels import prepare_query
 from onlinemkl._core.state import KernelSpec
 from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
@@ -27,14 +26,14 @@ def _buffer(kernels, n, d, Y, seed):
     for i in range(n):
         prepare_query(S[i], spec, ssq[i], xd)
         sdiag[:, i] = xd
-    coef, beta = rng.normal(size=(n + 3, F)), np.zeros((n + 3, Y + 2))
-    beta[:, :Y] = rng.normal(size=(n + 3, Y))
-    buf = ProxRows(S, ssq, sdiag, coef, beta, np.zeros(n + 3), np.zeros((n + 3, F)), np.zeros((n + 3, F)))
+    B = np.zeros((F, n + 3, Y + 2))  # a class vector per kernel and row; spare label slots
+    B[:, :, :Y] = rng.normal(size=(F, n + 3, Y))
+    buf = cs.PositionRows(S, ssq, sdiag, B, np.zeros(n + 3, dtype=np.int64), np.zeros_like(B), np.zeros((n + 3, F)))
     return spec, buf, rng
 
 
 def _reference(kernels, xs, buf, n, Y):
-    """``g[i, k, c] = sum_s coef[s, k] beta[s, c] K_k(x_i, S_s)`` from the kernels' own formulas."""
+    """``g[i, k, c] = sum_s B[k, s, c] K_k(x_i, S_s)`` from the kernels' own formulas."""
     def gram(k, A, B):
         dots = A @ B.T
         sq = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * dots
@@ -50,7 +49,7 @@ def _reference(kernels, xs, buf, n, Y):
     out = np.empty((xs.shape[0], len(kernels), Y))
     for k, kern in enumerate(kernels):
         K = gram(kern, xs, buf.S[:n])
-        out[:, k, :] = K @ (buf.coef[:n, k:k + 1] * buf.beta[:n, :Y])
+        out[:, k, :] = K @ buf.B[k, :n, :Y]
     return out
 
 
@@ -86,10 +85,9 @@ def test_word_scores_agree_with_the_per_position_pass():
     slow_spec, slow_buf, _ = _buffer(KERNELS + (BSpline(h=4.0),), 120, 16, 4, seed=1)
     assert not cs.blas_ready(slow_spec, 16)
     assert np.array_equal(slow_buf.S, buf.S)
-    slow_buf.coef[:, :3] = buf.coef
-    slow_buf.beta[:] = buf.beta
+    slow_buf.B[:3] = buf.B
     slow = _scores(xs, slow_buf, 120, slow_spec, 4)
-    # same rows, same leading coefficients: the first three kernels' scores match
+    # same rows, same leading class vectors: the first three kernels' scores match
     assert np.allclose(fast, slow[:, :3], rtol=1e-10, atol=1e-10 * np.abs(fast).max())
     lap_spec, _, _ = _buffer((Laplacian(gamma=0.1),), 1, 16, 4, seed=0)
     assert not cs.blas_ready(lap_spec, 16)

@@ -40,20 +40,18 @@ def scores(model, xs, average=False):
     Y = eng.n_labels
     F = eng.ck.n_kernels
     rows = model._rows(xs, grow=False)
-    coef, sigma = eng.buf.coef, eng.sigma
+    sigma = eng.sigma
     T, S0, S1 = eng.T * sigma[F], eng.S0 * sigma[F], eng.S1 * sigma[F]
-    if average:
-        t = max(int(eng.istate[1]), 1)
-        n = eng.n_support
-        coef = np.empty((max(n, 1), F))
-        from onlinemkl.proximal import _step as fobos
-
-        fobos.averaged_coefficients(n, eng.buf.coef, eng.avg_acc, eng.avg_base, eng.sigma_cum, t, coef)
-        sigma = np.ones(F + 1)
-        T, S0, S1 = eng.Tavg / t, eng.S0avg / t, eng.S1avg / t
     from onlinemkl.sequence import _step as cs
 
-    buf = eng._prox_rows(coef)
+    B = eng.beta
+    if average:
+        t = max(int(eng.istate[1]), 1)
+        B = np.zeros_like(eng.beta)
+        cs.averaged_class_vectors(eng.n_support, eng.beta, eng.avg_acc, eng.avg_base, eng.sigma_cum, t, B)
+        sigma = np.ones(F + 1)
+        T, S0, S1 = eng.Tavg / t, eng.S0avg / t, eng.S1avg / t
+    buf = eng._position_rows(B)
     out = cs.model_scores(rows, buf, eng.n_support, eng.ck.spec(), sigma, T / (sigma[F] if not average else 1),
                           S0 / (sigma[F] if not average else 1), S1 / (sigma[F] if not average else 1), Y)
     U, Tm, S0m, S1m = out[3], out[4], out[5], out[6]

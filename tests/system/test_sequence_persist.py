@@ -42,7 +42,7 @@ def test_save_load_round_trip(tmp_path, kind):
 def test_load_rejects_an_inconsistent_state():
     model, X, Ys = _trained(n=10)
     state, arrays = model._get_state()
-    for name, bad in (("beta", np.zeros((3, 3))), ("T", np.zeros((1, 1))), ("buf.coef", np.zeros((2, 1))),
+    for name, bad in (("beta", np.zeros((3, 3, 3))), ("T", np.zeros((1, 1))), ("buf.coef", np.zeros((2, 1))),
                       ("istate", np.array([10 ** 6, 0, 0, 0, 0]))):
         fresh = SequenceMKLLabeler(**model.get_params())
         with pytest.raises(ValueError, match="inconsistent|shape"):
