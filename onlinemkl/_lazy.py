@@ -43,7 +43,7 @@ from numba.core.dispatcher import Dispatcher
 
 from . import _config
 from ._progress import Ticker
-from ._split import split
+from ._split import cached, split
 
 __all__ = ["lazy_module", "blocking", "wait", "enabled", "stats", "LOAD_WAIT_S"]
 
@@ -123,6 +123,15 @@ def _in_cache(dispatcher) -> bool:
         return getattr(dispatcher, "_cache", None) is not None and dispatcher._cache.__class__.__name__ != "NullCache"
 
 
+def _cached(dispatcher, sig) -> bool:
+    """True if the on-disk cache holds the dispatcher's code for ``sig`` (unsure: :func:`_in_cache`).
+
+    A first compilation splits only then (:mod:`onlinemkl._split`): a helper process for code the
+    cache already holds would cost a warm start its start-up."""
+    found = cached(dispatcher, sig)
+    return _in_cache(dispatcher) if found is None else found
+
+
 class _Job:
     """One background compilation of one entry point for one signature."""
 
@@ -141,7 +150,8 @@ class _Job:
 
     def _run(self):
         try:
-            with split(self.entry.parts_of, self.args):
+            cold = not _cached(self.entry.dispatcher, self.sig)
+            with split(self.entry.parts_of if cold else None, self.args):
                 self.entry.dispatcher.compile(self.sig)
             self.args = None
             _counts["compiled_in_background"] += 1
@@ -188,9 +198,9 @@ class _Entry:
 
     def __call__(self, *args):
         if not enabled():
-            if self.parts_of is not None and not _in_cache(self.dispatcher):
+            if self.parts_of is not None:
                 sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
-                if sig not in self.dispatcher.overloads:
+                if sig not in self.dispatcher.overloads and not _cached(self.dispatcher, sig):
                     with split(self.parts_of, args):
                         self.dispatcher.compile(sig)
             return self._compiled()(*args)

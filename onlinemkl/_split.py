@@ -57,6 +57,15 @@ def enabled() -> bool:
     return _config.CACHE and not numba.config.DISABLE_JIT and _cores() >= 2
 
 
+def cached(dispatcher, sig):
+    """Whether the on-disk cache holds the dispatcher's code for ``sig``; None if it cannot tell."""
+    try:  # Numba internals: the index the cache would look ``sig`` up in
+        cache = dispatcher._cache
+        return cache._index_key(tuple(sig), dispatcher.targetctx.codegen()) in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 -- no cache, or another Numba
+        return None
+
+
 class _Helper:
     """The helper process and a thread that reads which parts it has finished."""
 
@@ -129,7 +138,8 @@ def split(parts_of, args):
         yield
         return
     try:
-        parts = [(d, tuple(sig)) for d, sig in parts_of(*args) if tuple(sig) not in d.overloads]
+        parts = [(d, tuple(sig)) for d, sig in parts_of(*args)
+                 if tuple(sig) not in d.overloads and not cached(d, sig)]
         helper = _Helper(parts) if parts else None
     except Exception as exc:  # noqa: BLE001 -- the helper is an optimisation only
         log.debug("no compile helper: %r", exc)
