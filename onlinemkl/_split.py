@@ -15,8 +15,8 @@ helper; the first-reached stay here).  A wrong type only costs the helper's time
 then finds no cached code for its own signature and compiles the part itself.
 
 Robustness: a helper that cannot start, fails, crashes, writes to another cache or takes longer
-than :data:`PART_TIMEOUT_S` for a part is given up on, and this process compiles what it still
-needs itself; the helper is ended (by its process id) once the entry point is compiled.  Only
+than :data:`PART_TIMEOUT_S` for a part is given up on (and ended), and this process compiles what
+it still needs itself; the helper is ended (by its process id) once the entry point is compiled.  Only
 with an on-disk cache, at least two usable cores, compiled code (not ``NUMBA_DISABLE_JIT``) and
 ``ONLINEMKL_SPLIT_COMPILE`` not ``0``; the test suite turns it off (one code path), and
 ``tests/core/test_split.py`` tests it.
@@ -39,7 +39,8 @@ from . import _config
 
 log = logging.getLogger("onlinemkl")
 
-#: Seconds this process waits for the helper to finish one part before compiling it itself.
+#: Seconds this process waits for the helper to finish one part before it ends the helper and
+#: compiles that part and the others itself.
 PART_TIMEOUT_S = 120.0
 
 
@@ -98,8 +99,11 @@ class _Helper:
                 event.set()
 
     def wait(self, i) -> None:
+        """Wait for part ``i``; a helper too slow for it is ended, and this process compiles the rest."""
         if not self.done[i].wait(PART_TIMEOUT_S):
-            log.debug("the compile helper took too long for part %d; compiling it here", i)
+            log.debug("the compile helper took too long for part %d; compiling the rest here", i)
+            self.proc.kill()  # its reader then sees the end of its output and releases every part
+            self.exited.wait(5.0)
 
     def stop(self):
         """End the helper (a part it still compiles is no longer needed) and reap it."""

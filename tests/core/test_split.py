@@ -2,8 +2,9 @@
 parts an entry point lists into the shared cache, and the entry point's compilation loads them.
 
 The suite turns splitting off (conftest.py); this test turns it on in a subprocess with an
-empty cache, over two tiny modules of its own: one whose part the helper compiles, one whose
-helper dies on start-up (the entry point then compiles everything itself).  The learners' own
+empty cache, over three tiny modules of its own: one whose part the helper compiles, one whose
+helper dies on start-up and one whose helper hangs (the entry point then compiles everything
+itself, the hung helper ended after the part's time-out).  The learners' own
 lists are checked where a learner is compiled cold anyway (tests/core/test_lazy.py).
 """
 
@@ -16,13 +17,14 @@ import pytest
 
 MODULE = textwrap.dedent("""
     import os
+    import time
 
     from numba import typeof
 
     from onlinemkl._config import njit
 
-    if os.environ.get("ONLINEMKL_SPLIT_COMPILE") == "0" and {crash}:
-        raise SystemExit(1)  # the helper (which runs with splitting off) dies on start-up
+    if os.environ.get("ONLINEMKL_SPLIT_COMPILE") == "0":  # in the helper (it runs with splitting off)
+        {helper_start}
 
 
     @njit
@@ -45,9 +47,10 @@ MODULE = textwrap.dedent("""
 SCRIPT = textwrap.dedent("""
     import numpy as np
 
-    from onlinemkl import _lazy
+    from onlinemkl import _lazy, _split
 
-    for name in ("helped", "crashing"):
+    for name in ("helped", "crashing", "hanging"):
+        _split.PART_TIMEOUT_S = 1.0 if name == "hanging" else 120.0
         lazy = _lazy.lazy_module(name)
         module = __import__(name)
         print(name, lazy.outer(np.ones(3)), sum(module.inner.stats.cache_hits.values()),
@@ -57,8 +60,8 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="splitting needs two cores")
 def test_a_helper_compiles_the_listed_parts_and_a_failed_helper_changes_nothing(tmp_path):
-    (tmp_path / "helped.py").write_text(MODULE.format(crash=False))
-    (tmp_path / "crashing.py").write_text(MODULE.format(crash=True))
+    for name, start in [("helped", "pass"), ("crashing", "raise SystemExit(1)"), ("hanging", "time.sleep(600)")]:
+        (tmp_path / f"{name}.py").write_text(MODULE.format(helper_start=start))
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), ONLINEMKL_SPLIT_COMPILE="1",
                ONLINEMKL_BACKGROUND_COMPILE="0", ONLINEMKL_NO_CACHE="",
                PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
@@ -67,5 +70,5 @@ def test_a_helper_compiles_the_listed_parts_and_a_failed_helper_changes_nothing(
     rows = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()}
     # helped: the part came from the helper's cache; the entry point was compiled here
     assert rows["helped"] == ["7.0", "1", "1"]
-    # crashing: no helper, the same answer, every part compiled here
-    assert rows["crashing"] == ["7.0", "0", "1"]
+    # crashing, hanging: no help, the same answer, every part compiled here
+    assert rows["crashing"] == rows["hanging"] == ["7.0", "0", "1"]
