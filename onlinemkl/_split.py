@@ -81,9 +81,12 @@ class _Helper:
                    PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
         self.proc = subprocess.Popen([sys.executable, "-c", "from onlinemkl._split import main; main()"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, close_fds=True)
-        self.proc.stdin.write(payload)
-        self.proc.stdin.close()
+                                     env=env, cwd=package_root, close_fds=True)  # this onlinemkl first
+        try:
+            self.proc.stdin.write(payload)
+            self.proc.stdin.close()
+        except OSError:  # the helper died at once: its reader releases every part
+            pass
         self.reader = threading.Thread(target=self._read, daemon=True, name="onlinemkl-split-compile")
         self.reader.start()
 
