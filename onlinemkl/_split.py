@@ -178,7 +178,7 @@ def main():
     for i, (module, name, sig) in enumerate(job["parts"]):
         try:
             getattr(importlib.import_module(module), name).compile(sig)
-        except Exception:  # noqa: BLE001 -- the parent compiles this part itself
-            pass
+        except Exception as exc:  # noqa: BLE001 -- the parent compiles this part itself
+            log.debug("the compile helper could not compile %s.%s: %r", module, name, exc)
         sys.stdout.write(f"done {i}\n")
         sys.stdout.flush()

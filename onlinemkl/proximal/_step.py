@@ -621,7 +621,7 @@ def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, evictio
     from numba import typeof, types  # the types of the records, as the step builds them
 
     buf, spec, st, scratch = ProxRows(*buf), KernelSpec(*spec), GroupState(*st), ProxScratch(*scratch)
-    f1, f2, i, f = types.float64[::1], types.float64[:, ::1], types.int64, types.float64
+    f1, i, f = types.float64[::1], types.int64, types.float64
     query = types.NamedUniTuple(f1, 3, Query)
     y_cls, y_val = labels
     rows, params, state = typeof(buf), typeof(spec.params), typeof(st)
