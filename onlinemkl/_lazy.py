@@ -43,6 +43,7 @@ from numba.core.dispatcher import Dispatcher
 
 from . import _config
 from ._progress import Ticker
+from ._split import cached, split
 
 __all__ = ["lazy_module", "blocking", "wait", "enabled", "stats", "LOAD_WAIT_S"]
 
@@ -122,11 +123,20 @@ def _in_cache(dispatcher) -> bool:
         return getattr(dispatcher, "_cache", None) is not None and dispatcher._cache.__class__.__name__ != "NullCache"
 
 
+def _cached(dispatcher, sig) -> bool:
+    """True if the on-disk cache holds the dispatcher's code for ``sig`` (unsure: :func:`_in_cache`).
+
+    A first compilation splits only then (:mod:`onlinemkl._split`): a helper process for code the
+    cache already holds would cost a warm start its start-up."""
+    found = cached(dispatcher, sig)
+    return _in_cache(dispatcher) if found is None else found
+
+
 class _Job:
     """One background compilation of one entry point for one signature."""
 
-    def __init__(self, entry: "_Entry", sig: tuple):
-        self.entry, self.sig = entry, sig
+    def __init__(self, entry: "_Entry", sig: tuple, args: tuple):
+        self.entry, self.sig, self.args = entry, sig, args
         self.done = threading.Event()
         self._bar = None
         self.thread = threading.Thread(target=self._run, daemon=True,
@@ -140,7 +150,10 @@ class _Job:
 
     def _run(self):
         try:
-            self.entry.dispatcher.compile(self.sig)
+            cold = not _cached(self.entry.dispatcher, self.sig)
+            with split(self.entry.parts_of if cold else None, self.args):
+                self.entry.dispatcher.compile(self.sig)
+            self.args = None
             _counts["compiled_in_background"] += 1
         except BaseException as exc:  # the caller then compiles in its own thread and raises it
             log.debug("background compilation of %s failed: %r", self.entry.name, exc)
@@ -173,8 +186,9 @@ class _Job:
 class _Entry:
     """A compiled entry point whose first call compiles in a background thread and waits."""
 
-    def __init__(self, proxy: "LazyModule", name: str, dispatcher: Dispatcher):
+    def __init__(self, proxy: "LazyModule", name: str, dispatcher: Dispatcher, parts_of=None):
         self.proxy, self.name, self.dispatcher = proxy, name, dispatcher
+        self.parts_of = parts_of  # the parts a helper process may compile (onlinemkl._split)
         self.job = None
 
     def _compiled(self):
@@ -184,13 +198,18 @@ class _Entry:
 
     def __call__(self, *args):
         if not enabled():
+            if self.parts_of is not None:
+                sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
+                if sig not in self.dispatcher.overloads and not _cached(self.dispatcher, sig):
+                    with split(self.parts_of, args):
+                        self.dispatcher.compile(sig)
             return self._compiled()(*args)
         sig = tuple(self.dispatcher.typeof_pyval(a) for a in args)
         if sig in self.dispatcher.overloads:
             return self._compiled()(*args)
         with _lock:
             if self.job is None:
-                self.job = _Job(self, sig)
+                self.job = _Job(self, sig, args)
                 self.job.start()
             job = self.job
         if job.sig == sig and not job.done.wait(LOAD_WAIT_S if _in_cache(self.dispatcher) else 0.0):
@@ -210,9 +229,10 @@ class LazyModule(types.SimpleNamespace):
 
     def __init__(self, module: types.ModuleType):
         super().__init__(**{k: v for k, v in vars(module).items() if not k.startswith("__")})
+        parts = getattr(module, "COMPILE_PARTS", {})
         for name, value in vars(module).items():
             if isinstance(value, Dispatcher) and not value.targetoptions.get("parallel"):
-                setattr(self, name, _Entry(self, name, value))
+                setattr(self, name, _Entry(self, name, value, parts.get(name)))
 
 
 _modules: dict[str, LazyModule] = {}

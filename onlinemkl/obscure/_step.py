@@ -32,8 +32,8 @@ import numpy as np
 from .._config import njit, njit_inline
 from .._core.buffer import (Projection, choose_evictee, evict, fold_scales, partner_scan, project_onto, store,
                             update_norms_add)
-from .._core.kernels import block_work, effective_diag, kernel_row_block, prepare_query
-from .._core.scores import kernel_scores
+from .._core.kernels import block_values, block_work, effective_diag, kernel_row_block, prepare_query
+from .._core.scores import accumulate_block, kernel_scores, scatter_block
 from .._core.state import KernelSpec, LabelledRows, Query, Rows
 
 # Indices into the float64 ``hyper`` array (the real-valued settings).
@@ -418,3 +418,33 @@ def theta_sq_from_buffer(buf, n, spec, n_out):
                 v -= g[j, yneg[i]]
             out[j] += coef[i, j * per_kernel] * v
     return out
+
+
+def obscure_run_parts(order, X, Yi, buf, spec, st, mode, merge, eviction):
+    """The callees of :func:`obscure_run` a helper process may compile while this one compiles the
+    rest (:mod:`onlinemkl._split`), with the types this step calls them with: those its type
+    inference reaches last, first the kernel values and the score sums, then the update."""
+    from numba import typeof, types  # the types of the records, as the step builds them
+
+    buf, spec, st = LabelledRows(*buf), KernelSpec(*spec), ObscureState(*st)
+    f1, f2, i = types.float64[::1], types.float64[:, ::1], types.int64
+    query = types.NamedUniTuple(f1, 3, Query)
+    work = typeof(block_work.py_func(1))
+    coef, ypos, yneg, g = typeof(buf.coef), typeof(buf.ypos), typeof(buf.yneg), typeof(st.g)
+    theta_sq, scores = typeof(st.theta_sq), typeof(st.scores)
+    parts = [
+        (block_values, (typeof(spec.codes), typeof(spec.params), typeof(spec.kgroup), types.literal(-1), work, i, f2)),
+        (accumulate_block, (f2, i, coef, i, ypos, yneg, f1, g)),
+        (scatter_block, (f2, i, coef, i, ypos, yneg, g)),
+        (mirror_weights, (theta_sq, types.float64, f1)),
+        (class_scores, (g, f1, types.float64, i, scores)),
+        (hinge_step_direction, (scores, typeof(Yi).dtype, i, types.boolean)),
+        (update_norms_add, (theta_sq, g, i, i, f1, f1, typeof(spec.params))),
+        (store, (i, query, i, i, f1, i, typeof(buf))),
+        (fold_scales, (i, coef, f1, theta_sq)),
+    ]
+    return parts
+
+
+#: The parts of entry points a helper process may compile (:mod:`onlinemkl._split`).
+COMPILE_PARTS = {"obscure_run": obscure_run_parts}

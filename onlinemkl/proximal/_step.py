@@ -617,3 +617,41 @@ def theta_sq_dense_from_buffer(buf, n, n_out, spec):
                 acc += beta[i, c] * g[k, c]
             out[k] += coef[i, k] * acc
     return out
+
+
+def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, eviction):
+    """The callees of :func:`fobos_run` a helper process may compile while this one compiles the
+    rest (:mod:`onlinemkl._split`), with the types the step calls them with: those its type
+    inference reaches after the score pass, in that order (the eviction's only with a budget)."""
+    from numba import typeof, types  # the types of the records, as the step builds them
+
+    buf, spec, st, scratch = ProxRows(*buf), KernelSpec(*spec), GroupState(*st), ProxScratch(*scratch)
+    f1, i, f = types.float64[::1], types.int64, types.float64
+    query = types.NamedUniTuple(f1, 3, Query)
+    y_cls, y_val = labels
+    rows, params, state = typeof(buf), typeof(spec.params), typeof(st)
+    theta_sq, sigma, g = typeof(st.theta_sq), typeof(st.sigma), typeof(scratch.g)
+    parts = [(loss_and_derivative, (i, typeof(scratch.scores), i, typeof(y_cls).dtype, typeof(y_val).dtype, f,
+                                    typeof(scratch.dl)))]
+    if eviction is not None:
+        passes = typeof(EvictionPasses(*(np.empty((1,) * k) for k in (2, 2, 1, 2, 2))))
+        parts += [
+            (choose_dense_evictee, (i, i, typeof(buf.tstamp), typeof(buf.coef), typeof(buf.beta), i,
+                                    typeof(buf.sdiag), params, sigma)),
+            (update_impact, (f1, f1, f1, params)),
+            (project_update, (query, f1, f1, i, rows, typeof(spec), state, i)),
+            (evict_and_merge, (i, i, passes, rows, params, state, i, g)),
+        ]
+    parts += [
+        (implicit_insert, (i, query, f1, f1, i, rows, params, state, g, types.boolean)),
+        (prox_factors, (i, theta_sq, sigma, f, f, typeof(st.prox_weights), f, typeof(scratch.b), typeof(scratch.b_new),
+                        f1)),
+        (apply_implicit_factors, (i, i, f1, typeof(buf.coef), theta_sq, sigma, typeof(buf.avg_acc),
+                                  typeof(buf.avg_base), typeof(st.sigma_cum))),
+        (apply_explicit_factor, (i, f, f1, theta_sq, sigma)),
+    ]
+    return parts
+
+
+#: The parts of entry points a helper process may compile (:mod:`onlinemkl._split`).
+COMPILE_PARTS = {"fobos_run": fobos_run_parts}

@@ -150,8 +150,10 @@ CHILD = textwrap.dedent("""
             break
         print(float(model.predict_proba_one(x).get(True, 0.5)).hex())
         model.learn_one(x, y)
+    from onlinemkl import _compile
     from onlinemkl.obscure._step import obscure_run  # the learner's step: compiled, or loaded
-    print(_lazy.stats()["compiled_in_background"], sum(obscure_run.stats.cache_misses.values()))
+    print(_lazy.stats()["compiled_in_background"], sum(obscure_run.stats.cache_misses.values()),
+          _compile.compile_stats()["loaded"])
 """)
 
 
@@ -160,9 +162,12 @@ def test_the_same_script_gives_the_same_bits_on_an_empty_and_on_a_warm_cache(tmp
     and predict exactly as one that loads the compiled code.  Online learning amplifies a last-bit
     difference (it decides whether a margin error triggers an update), so any step taken by code
     other than the compiled one shows here.  One learner (the river faces' default classifier on
-    river's Phishing) is enough to show it, and keeps this to one cold compilation."""
+    river's Phishing) is enough to show it, and keeps this to one cold compilation.  With two
+    cores, the cold process hands part of the step's call tree to a helper process
+    (onlinemkl._split) and loads those parts from the cache the helper writes: the types the step
+    lists for them must be those it calls them with, or nothing would load."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), ONLINEMKL_BACKGROUND_COMPILE="1",
-               ONLINEMKL_NO_CACHE="")
+               ONLINEMKL_NO_CACHE="", ONLINEMKL_SPLIT_COMPILE="1")
     runs = []
     for _ in range(2):  # an empty cache, then the cache the first process left behind
         out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
@@ -174,6 +179,8 @@ def test_the_same_script_gives_the_same_bits_on_an_empty_and_on_a_warm_cache(tmp
     assert [i for i, (c, w) in enumerate(zip(cold, warm)) if c != w] == []
     assert cold_stats.split()[0] != "0" and cold_stats.split()[1] == "1"  # compiled in the background
     assert warm_stats.split()[1] == "0"  # then loaded from the cache
+    if len(os.sched_getaffinity(0)) >= 2:  # the helper compiled its parts: the step loaded them
+        assert int(cold_stats.split()[2]) >= 9  # obscure_run_parts lists nine
 
 
 def test_a_model_that_has_learnt_nothing_answers_without_compiled_code(monkeypatch):
