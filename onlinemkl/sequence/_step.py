@@ -617,32 +617,29 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new, hints):
     return loss, n_wrong, updated
 
 
-def sequence_learn_parts(xs, ys, buf, spec, chain, chain_avg, st, b, b_new):
+def sequence_learn_parts(xs, ys, buf, spec, chain, chain_avg, st, b, b_new, hints):
     """The callees of :func:`sequence_learn` a helper process may compile while this one compiles
     the rest (:mod:`onlinemkl._split`), with the types the step calls them with: those its type
     inference reaches after the word's matrix-product scores, in that order."""
     from numba import typeof, types  # the types of the records, as the step builds them
 
-    buf, spec, st = ProxRows(*buf), KernelSpec(*spec), GroupState(*st)
+    buf, spec, st = PositionRows(*buf), KernelSpec(*spec), GroupState(*st)
     f1, f2, i, f = types.float64[::1], types.float64[:, ::1], types.int64, types.float64
     query = types.NamedUniTuple(f1, 3, Query)
     rows, params, state = typeof(buf), typeof(spec.params), typeof(st)
-    coef, beta, sdiag = typeof(buf.coef), typeof(buf.beta), typeof(buf.sdiag)
-    theta_sq, sigma, path = typeof(st.theta_sq), typeof(st.sigma), typeof(ys)
+    B, sdiag, theta_sq, sigma, path = typeof(buf.B), typeof(buf.sdiag), typeof(st.theta_sq), typeof(st.sigma), typeof(ys)
     return [
-        (dense_kernel_scores, (query, typeof(Rows(buf.S, buf.ssq, buf.sdiag)), i, typeof(spec), coef, beta, i, f2)),
         (chain_scores, (f2, f1, f1, f, i, f2, f1, f1)),
         (viterbi, (f2, f2, f1, f1, types.int64[::1])),
         (sequence_score, (f2, f2, f1, f1, path)),
         (viterbi_loss_augmented, (f2, f2, f1, f1, path, f, types.int64[::1])),
         (forward_backward, (f2, f2, f1, f1, f2, f2)),
-        (choose_dense_evictee, (i, i, typeof(buf.tstamp), coef, beta, i, sdiag, params, sigma)),
-        (add_row_to_scores, (f, i, f2, coef, beta, i, f2)),
-        (evict_norms, (i, f2, theta_sq, coef, beta, i, sdiag, params)),
-        (implicit_insert, (i, query, f1, f1, i, rows, params, state, f2, types.literal(False))),
+        (choose_position_evictee, (i, i, rows, i, params, sigma)),
+        (position_scores, (query, typeof(Rows(buf.S, buf.ssq, buf.sdiag)), i, B, typeof(spec), i, f2)),
+        (evict_position_norms, (i, f2, theta_sq, B, i, sdiag, params)),
+        (store_position, (i, query, f1, f, i, rows, params, state, f2, types.boolean)),
         (prox_factors, (i, theta_sq, sigma, f, f, typeof(st.prox_weights), f, typeof(b), typeof(b_new), f1)),
-        (apply_implicit_factors, (i, i, f1, coef, theta_sq, sigma, typeof(buf.avg_acc), typeof(buf.avg_base),
-                                  typeof(st.sigma_cum))),
+        (apply_position_factors, (i, i, f1, rows, theta_sq, sigma, typeof(st.sigma_cum))),
     ]
 
 
