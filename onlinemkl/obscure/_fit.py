@@ -16,7 +16,8 @@ from .._core.kernels import ROW_BLOCK
 from .._core.scores import add_block_scores, dense_accumulation
 from .._core.state import KernelSpec, LabelledRows
 from ._step import (F_SCALE, H_LAM, H_Q, I_N, I_T, IH_BINARY, IH_NCLASS, IH_PEGASOS, IH_STAGE, SCALE_FOLD_LOW,
-                    SCORES_GIVEN, SCORES_MIXED, ObscureState, hinge_step_direction, mirror_weights, obscure_step)
+                    SCORES_GIVEN, SCORES_MIXED, ObscureState, hinge_step_direction, mirror_weights, obscure_run_parts,
+                    obscure_step)
 
 
 @njit
@@ -284,3 +285,14 @@ def gather_mixed(i, y, Kt, sv_index, buf, st, a, km):
                     g[j, yp] += v
                 if neg:
                     g[j, yn] -= v
+
+
+def obscure_fit_run_parts(order, X, Yi, matrix, buf, spec, st, merge, eviction, G):
+    """The callees of :func:`obscure_fit_run` a helper process may compile while this one compiles
+    the rest (:mod:`onlinemkl._split`): the step's, which ``fit`` reaches through
+    :func:`~onlinemkl.obscure._step.obscure_step` with the stream's types."""
+    return obscure_run_parts(order, X, Yi, buf, spec, st, None, merge, eviction)
+
+
+#: The parts of entry points a helper process may compile (:mod:`onlinemkl._split`).
+COMPILE_PARTS = {"obscure_fit_run": obscure_fit_run_parts}
