@@ -93,10 +93,8 @@ else:
     from onlinemkl.distributed import fit_ray
     from onlinemkl.distributed.ray import _POOL, ray_init, release_workers
     def compiled(host=None):  # a process's entry points compiled rather than loaded (also in an actor)
-        from numba.core.dispatcher import Dispatcher
-        found = {id(v): v for k, m in list(sys.modules.items()) if m is not None and k.startswith("onlinemkl._core.")
-                 for v in list(vars(m).values()) if isinstance(v, Dispatcher)}
-        return sum(len(d.stats.cache_misses) for d in found.values())
+        from onlinemkl._compile import compile_stats
+        return compile_stats()["compiled"]
     # progress=False where fit_ray has it (a checkout from before it did: --before)
     kw = {"progress": False} if "progress" in inspect.signature(fit_ray).parameters else {}
     t0 = time.perf_counter()

@@ -90,11 +90,9 @@ def main(argv=None):
     title = f"Cold compilation of {args.learner} ({'with' if args.budget else 'without'} a budget): {total:.1f} CPU s"
     loaded = []
     if args.split:
-        from numba.core.dispatcher import Dispatcher
+        from onlinemkl._config import dispatchers
 
-        loaded = sorted({f"{v.py_func.__module__}.{v.py_func.__name__}" for name, m in list(sys.modules.items())
-                         if name.startswith("onlinemkl.") for v in vars(m).values()
-                         if isinstance(v, Dispatcher) and v.stats.cache_hits})
+        loaded = sorted({f"{v.py_func.__module__}.{v.py_func.__name__}" for v in dispatchers() if v.stats.cache_hits})
         title += f" here, {helper_s:.1f} CPU s in the helper process"
     if args.out:
         write_report("compile_profile", rows, title=title, notes=__doc__.split("\n\n")[1],

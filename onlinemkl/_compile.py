@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 import time
 
+from . import _config
 from ._progress import BAR_DELAY_S, Ticker
 
 #: Examples in each synthetic data set: enough for a learner to store examples, evict from a
@@ -153,18 +154,10 @@ def compile_stats() -> dict:
     A process that found everything it ran in the cache reports ``compiled == 0``;
     :func:`onlinemkl.distributed.fit_ray` asks its Ray workers for this.
     """
-    from numba.core.dispatcher import Dispatcher
-
-    seen, compiled, loaded = set(), 0, 0
-    for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith("onlinemkl."):
-            continue
-        for value in list(vars(module).values()):
-            if isinstance(value, Dispatcher) and id(value) not in seen:
-                seen.add(id(value))
-                stats = value.stats
-                compiled += len(stats.cache_misses)
-                loaded += len(stats.cache_hits)
+    compiled = loaded = 0
+    for dispatcher in _config.dispatchers():
+        compiled += len(dispatcher.stats.cache_misses)
+        loaded += len(dispatcher.stats.cache_hits)
     return {"compiled": compiled, "loaded": loaded}
 
 

@@ -37,12 +37,15 @@ fix it.  ``ONLINEMKL_NO_CACHE=1`` turns the cache off without a warning.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
+import types
 import warnings
 
 import numba
+from numba.core.registry import CPUDispatcher
 
 from . import __version__
 
@@ -205,8 +208,66 @@ def _numba_cache_dir():
         numba.config.CACHE_DIR = saved
 
 
-def _compile(func, **options):
+class CompiledFunction(CPUDispatcher):
+    """A serial compiled function, built for calls from other compiled functions.
+
+    Its compilations carry no CPython wrapper (Numba's ``no_cpython_wrapper``): that wrapper
+    unboxes every argument from Python objects, and Numba builds, optimises and emits machine
+    code for it in every compiled function, although only the entry points a learner calls
+    from Python ever run it.  Leaving it out of the callees takes about a sixth off a learner's
+    first compilation (``benchmarks/compile_profile.py``).
+
+    A call from Python goes to :attr:`python_entry`, a twin of the same source with the
+    wrapper (its own dispatcher, cached under the function's name with ``_py`` appended); the
+    callees it reaches are this module's functions, without wrappers, so an entry point's
+    call tree is compiled once whether it runs from Python or from another compiled function.
+    The engines call :attr:`python_entry` directly (:mod:`onlinemkl._lazy`), without the
+    Python frame of :meth:`__call__`.
+    """
+
+    def __call__(self, *args, **kwargs):
+        return self.python_entry(*args, **kwargs)
+
+    @property
+    def python_entry(self):
+        """The twin with a CPython wrapper, which Python calls go to (made on first use)."""
+        twin = self.__dict__.get("_python_entry")
+        if twin is None:
+            f = self.py_func
+            copy = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+            copy.__qualname__, copy.__module__, copy.__doc__ = f.__qualname__ + "_py", f.__module__, f.__doc__
+            copy.__kwdefaults__ = f.__kwdefaults__
+            options = getattr(self, "_options", None)  # None in a copy unpickled elsewhere: not cached
+            if options is None:
+                options = {k: v for k, v in self.targetoptions.items() if k not in ("no_cpython_wrapper", "nopython")}
+            twin = _compile(copy, wrapper=True, **options)
+            self.__dict__["_python_entry"] = twin
+        return twin
+
+
+def dispatchers() -> list:
+    """Every Numba dispatcher of onlinemkl's loaded modules, with the Python twins
+    (:attr:`CompiledFunction.python_entry`) made so far: what a process compiled or loaded
+    (``stats.cache_hits``/``cache_misses``) is the sum over these."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("onlinemkl."):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, numba.core.dispatcher.Dispatcher) and id(value) not in found:
+                found[id(value)] = value
+                twin = value.__dict__.get("_python_entry")
+                if twin is not None:
+                    found[id(twin)] = twin
+    return list(found.values())
+
+
+def _compile(func, wrapper=False, **options):
     """``numba.njit(**options)(func)``; cached in :data:`CACHE_DIR` when ``options["cache"]``.
+
+    A serial function (neither inlined nor parallel) becomes a :class:`CompiledFunction`,
+    without a CPython wrapper, unless ``wrapper`` (its Python twin) or Numba runs as Python
+    (``NUMBA_DISABLE_JIT=1``).
 
     Should :data:`CACHE_DIR` have become unusable since start-up (removed, made
     read-only), Numba would either fail the import (``cannot cache function ...: no
@@ -214,11 +275,15 @@ def _compile(func, **options):
     sources in site-packages.  Either way the function is compiled without a cache
     instead, and :class:`CacheWarning` is issued.
     """
+    if wrapper or numba.config.DISABLE_JIT or options.get("inline") == "always" or options.get("parallel"):
+        make = numba.njit(**options)
+    else:
+        make = functools.partial(_without_wrapper, options)
     if not options.get("cache"):
-        return numba.njit(**options)(func)
+        return make(func)
     try:
         with _numba_cache_dir():
-            dispatcher = numba.njit(**options)(func)
+            dispatcher = make(func)
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
             raise
@@ -227,7 +292,19 @@ def _compile(func, **options):
         if where is None or os.path.abspath(where).startswith(os.path.join(CACHE_DIR, "")):
             return dispatcher
     _warn_no_cache(f"{CACHE_DIR}: not writable")
-    return numba.njit(**dict(options, cache=False))(func)
+    return _compile(func, wrapper=wrapper, **dict(options, cache=False))
+
+
+def _without_wrapper(options, func):
+    """:class:`CompiledFunction` of ``func``: the dispatcher ``numba.njit(**options)`` would make,
+    with ``no_cpython_wrapper``, and cached as Numba's decorator caches."""
+    plain = numba.njit(**{k: v for k, v in options.items() if k != "cache"})(func)
+    dispatcher = CompiledFunction(py_func=func, locals=plain.locals,
+                                  targetoptions=dict(plain.targetoptions, no_cpython_wrapper=True))
+    dispatcher._options = options
+    if options.get("cache"):
+        dispatcher.enable_caching()
+    return dispatcher
 
 
 def njit(func):

@@ -187,9 +187,15 @@ class _Entry:
     """A compiled entry point whose first call compiles in a background thread and waits."""
 
     def __init__(self, proxy: "LazyModule", name: str, dispatcher: Dispatcher, parts_of=None):
-        self.proxy, self.name, self.dispatcher = proxy, name, dispatcher
+        self.proxy, self.name, self._dispatcher = proxy, name, dispatcher
         self.parts_of = parts_of  # the parts a helper process may compile (onlinemkl._split)
         self.job = None
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """What Python calls go to: a :class:`~onlinemkl._config.CompiledFunction`'s twin with a
+        CPython wrapper (made on first use), else the dispatcher itself."""
+        return getattr(self._dispatcher, "python_entry", self._dispatcher)
 
     def _compiled(self):
         """The dispatcher, from now on called directly (the proxy's attribute is replaced)."""

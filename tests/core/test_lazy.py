@@ -152,7 +152,7 @@ CHILD = textwrap.dedent("""
         model.learn_one(x, y)
     from onlinemkl import _compile
     from onlinemkl.obscure._step import obscure_run  # the learner's step: compiled, or loaded
-    print(_lazy.stats()["compiled_in_background"], sum(obscure_run.stats.cache_misses.values()),
+    print(_lazy.stats()["compiled_in_background"], sum(obscure_run.python_entry.stats.cache_misses.values()),
           _compile.compile_stats()["loaded"])
 """)
 

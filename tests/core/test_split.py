@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
         lazy = _lazy.lazy_module(name)
         module = __import__(name)
         print(name, lazy.outer(np.ones(3)), sum(module.inner.stats.cache_hits.values()),
-              sum(module.outer.stats.cache_misses.values()))
+              sum(module.outer.python_entry.stats.cache_misses.values()))
 """)
 
 

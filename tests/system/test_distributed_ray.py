@@ -56,14 +56,9 @@ def test_workers_load_what_this_process_compiled():
 
     def _compile_stats(host):
         """What a worker's compiled code came from (run in the actor; nested, so Ray ships it by value)."""
-        import sys
+        from onlinemkl._compile import compile_stats
 
-        from numba.core.dispatcher import Dispatcher
-
-        found = {id(v): v for name, m in list(sys.modules.items()) if m is not None
-                 and name.startswith("onlinemkl.") for v in list(vars(m).values()) if isinstance(v, Dispatcher)}
-        return {"compiled": sum(len(d.stats.cache_misses) for d in found.values()),
-                "loaded": sum(len(d.stats.cache_hits) for d in found.values())}
+        return compile_stats()
 
     learner = ProximalMKLClassifier(budget=40)
     # delta > 0: the workers also measure their divergence; the budget fills, so they evict and replay
