@@ -9,7 +9,8 @@ options of its own.
   carry no hidden exception checks; every division that can meet a zero is
   guarded explicitly in the code.  No ``fastmath``: the mirror map, the
   proximal operators and the step sizes use ``inf``, zero-norm guards and
-  q-th powers, which fast-math may rewrite.
+  q-th powers, which fast-math may rewrite.  Compiled without Numba's CPython
+  wrapper (:class:`CompiledFunction`); a call from Python goes to a twin that has one.
 * ``njit_sum`` / ``njit_contract`` -- the same with the few fast-math flags a
   small loop needs to vectorise: reassociation for pure accumulations (dot
   products, sums of squares), contraction for a polynomial.  Plain Numba
