@@ -34,10 +34,14 @@ The full protocol (6 C x 4 eta0 per row and selection fold, then 10 folds) takes
 a shared 2-core machine, so the options say how much runs and the report says exactly what
 ran: ``--select-folds`` (default 0) and ``--C`` (default a part of the paper's grid),
 ``--folds`` (default 0 1 2), ``--test-words`` (test words sampled per fold, default all).
+``--rows`` runs some rows only; with ``--merge`` the report keeps the other rows of the current
+report when it ran the same protocol (folds, epochs, test words, ``C``, ``eta0`` grid), and says
+when each row was measured.
 
 Usage::
 
     python benchmarks/bench_sequence.py [--quick]   # -> benchmarks/results/sequence.{json,md,png}
+    python benchmarks/bench_sequence.py --rows 5,6 --merge ...   # the other rows kept from the report
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, single_thread_blas, write_report  # noqa: E402
+from _common import RESULTS, report_paths, single_thread_blas, write_report  # noqa: E402
 
 from onlinemkl.datasets import load_ocr_words  # noqa: E402
 from onlinemkl.kernels import RBF, BSpline, Linear, Polynomial  # noqa: E402
@@ -66,6 +70,35 @@ PAPER = {  # Table 1: training time (s), accuracy per character (%), std
     "Average (L+Q+G)": (118, 84.3, 0.3), "MKL b1 L + b2 Q + b3 G": (279, 87.5, 0.4),
     "B1-spline (B1)": (8, 75.4, 0.9), "Average (L+B1)": (15, 83.0, 0.3), "MKL b1 L + b2 B1": (15, 85.2, 0.3),
 }
+
+
+PROTOCOL = {"folds": "--folds", "epochs": "--quick", "select_epochs": "--quick", "test_words": "--test-words",
+            "C": "--C", "eta0": "--eta0"}  # settings a merged report's rows must share, and the option of each
+
+
+def merge_previous(previous, source, rows, settings, all_names, date):
+    """The rows of this run (stamped ``measured``: ``date``) and those of ``previous`` (an earlier
+    report's JSON payload, read from ``source``) that this run did not run, in the table's order;
+    returns ``(rows, kept)``, ``kept`` the names of the rows taken from ``previous``.
+
+    Rows are only comparable under one protocol, so ``previous`` must have run the same
+    :data:`PROTOCOL` settings as ``settings``, else this raises ``SystemExit`` naming the setting
+    and the option that changes it.  A report without an ``eta0`` setting ran the default grid."""
+    if previous is None:
+        raise SystemExit(f"--merge: no earlier report at {source} to keep rows from; run without --merge")
+    old = dict(previous.get("settings") or {})
+    old.setdefault("eta0", list(ETA0S))
+    for key, option in PROTOCOL.items():
+        if key not in old or list(np.atleast_1d(old[key])) != list(np.atleast_1d(settings[key])):
+            raise SystemExit(f"--merge: the report at {source} ran {key}={old.get(key)!r} and this run "
+                             f"{key}={settings[key]!r}; rows of different protocols are not comparable: "
+                             f"run with the report's {option}, or without --merge to start a new report")
+    new = {r["kernel"]: {**r, "measured": date} for r in rows}
+    earlier = previous.get("machine", {}).get("date", "?")
+    old_rows = {r["kernel"]: {**r, "measured": r.get("measured", earlier)} for r in previous.get("rows") or []
+                if r.get("kernel") in all_names and r["kernel"] not in new}
+    merged = {**old_rows, **new}
+    return [merged[n] for n in all_names if n in merged], [n for n in all_names if n in old_rows]
 
 
 def rows_for(b1):
@@ -277,6 +310,8 @@ def main(argv=None):
     ap.add_argument("--eta0", type=float, nargs="+", default=list(ETA0S), help="the eta0 grid (paper: 0.01 ... 10)")
     ap.add_argument("--jobs", type=int, default=1, help="rows trained in this many processes at once")
     ap.add_argument("--rows", default="", help="comma-separated row numbers to run (default all)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of the current report that this run does not run (same protocol only)")
     ap.add_argument("--out-dir", default=None, help="write the report here instead of benchmarks/results")
     args = ap.parse_args(argv)
     epochs, select_epochs, n_train, n_valid = 20, 5, None, 1500
@@ -285,6 +320,14 @@ def main(argv=None):
         args.folds, args.select_folds, args.test_words, args.C = [0], [0], 300, [10.0]
     if any(f > 4 for f in args.select_folds):
         ap.error("--select-folds: C is chosen on folds 0-4 only")
+    settings = {"folds": args.folds, "select_folds": args.select_folds, "C": args.C, "eta0": list(args.eta0),
+                "epochs": epochs, "select_epochs": select_epochs, "test_words": args.test_words}
+    previous, source = None, report_paths("sequence", args.quick, args.out_dir)[0]
+    if args.merge:  # refuse a different protocol before hours of training, not after
+        import json
+
+        previous = json.loads(source.read_text()) if source.exists() else None
+        merge_previous(previous, source, [], settings, [], "")
     X0, y0, _, _ = split(0, n_train, 0)
     b1 = BSpline(h=spline_width(X0))
     zeros = spline_zeros(X0, b1.h)
@@ -304,6 +347,12 @@ def main(argv=None):
     rows = [r for r, _, _ in done]
     traces = {name: tr for (_, tr, _), (name, *_) in zip(done, rows_def) if tr}
     chosen = {name: c for (_, _, c), (name, *_) in zip(done, rows_def)}
+    ran, kept = [r[0] for r in rows_def], []
+    if args.merge:
+        rows, kept = merge_previous(previous, source, rows, settings, all_names, time.strftime("%Y-%m-%dT%H:%M:%S"))
+        traces = {**{k: v for k, v in (previous.get("traces") or {}).items() if k in kept}, **traces}
+        chosen = {**{k: v for k, v in (previous.get("chosen_C") or {}).items() if k in kept}, **chosen}
+    in_table = ran + kept
     with single_thread_blas():
         # 3. the CRF peer on the same folds, against the L and MKL rows
         crf = []
@@ -340,12 +389,17 @@ def main(argv=None):
         except ImportError:
             png = None
     n_test = args.test_words or "all"
+    ran_line = "".join(f"; kept from the report of {d} (same protocol): "
+                       + ", ".join(r["kernel"] for r in rows if r["kernel"] in kept and r["measured"] == d)
+                       for d in dict.fromkeys(r["measured"] for r in rows if r["kernel"] in kept))
+    if len(in_table) < len(all_names):
+        ran_line += "; not run: " + ", ".join(n for n in all_names if n not in in_table)
     c_line = (f"C = 1/(lam m) fixed at {args.C[0]:g} for every row (no C selection ran; paper: the best of 0.1 ... 1e4)"
               if len(args.C) == 1 else
               f"C = 1/(lam m) from {args.C} (paper: 0.1 ... 1e4) chosen per row by accuracy on {n_valid} words of "
               f"folds 0-4 outside the training fold, trained on selection folds {args.select_folds}")
     notes = f"""
-What ran: rows {[r[0] for r in rows_def]}{'' if len(rows_def) == len(all_names) else ' (not run: ' + ', '.join(n for n in all_names if n not in [r[0] for r in rows_def]) + ')'};
+What ran: rows {ran}{ran_line};
 training folds {args.folds} (paper: all 10), each tested on {n_test} words of the nine other folds;
 {epochs} epochs; eta0 from {list(args.eta0)} by the lowest training objective after {select_epochs} epochs (as the paper);
 {c_line}{' (quick: 200 training words per fold)' if args.quick else ''}.
@@ -360,9 +414,7 @@ Objective and weights along the epochs, fold {args.folds[0]} (the paper's Fig. 1
                  columns=["kernel", "test acc. per char (%)", "paper (%)", "training time (s)", "paper time (s)", "C",
                           "eta0", "kernel weights (then transitions)", "n_support"],
                  title="Sequence labelling: Martins et al. Table 1 on the OCR words", notes=notes,
-                 extra={"crf": peer, "traces": traces, "chosen_C": chosen,
-                        "settings": dict(folds=args.folds, select_folds=args.select_folds, C=args.C, epochs=epochs,
-                                         select_epochs=select_epochs, test_words=args.test_words, h=b1.h)},
+                 extra={"crf": peer, "traces": traces, "chosen_C": chosen, "settings": {**settings, "h": b1.h}},
                  out_dir=args.out_dir)
 
 

@@ -45,8 +45,8 @@ from ._chain import forward_backward, viterbi, viterbi_loss_augmented
 from ..proximal._step import GroupState, prox_factors, step_size, SCALE_FOLD_HIGH, SCALE_FOLD_LOW
 from .._core.batch import GroupProducts, values_from_products
 from .._core.buffer import EVICT_OLDEST, put_column, put_row
-from .._core.kernels import (GROUP_L1, GROUP_SQDIST, ROW_BLOCK, block_work, effective_diag, kernel_row_block,
-                             prepare_query)
+from .._core.kernels import (BSPLINE, GROUP_L1, GROUP_SQDIST, ROW_BLOCK, block_work, effective_diag,
+                             kernel_row_block, prepare_query, sqdist_block)
 from .._core.state import KernelSpec, Query, Rows
 
 # hyper (float64: the real-valued settings); the first five as in the proximal learner's
@@ -107,18 +107,60 @@ class ChainScores(NamedTuple):
     S1: np.ndarray
 
 
+#: Relative margin of the screen of :func:`screened_sqdist`: far above the rounding error of
+#: ``|x|^2 + |z|^2 - 2 x.z`` (a few hundred ulps of ``|x|^2 + |z|^2`` for thousands of columns).
+SCREEN_MARGIN = 1e-9
+
+
 @njit
 def blas_ready(spec, n_cols):
     """Whether :func:`word_kernel_scores` applies: every feature group is all ``n_cols`` columns
-    of the buffer and its kernels read only dot products and norms (no Laplacian, no B1-spline)."""
+    of the buffer and its kernels read dot products, norms and squared distances (no Laplacian)."""
     G = spec.gptr.shape[0] - 1
     for g in range(G):
         r = spec.gptr[g]
         if spec.gptr[g + 1] - r != 1 or spec.granges[r, 0] != 0 or spec.granges[r, 1] != n_cols:
             return False
-        if (spec.gl1[g] & (GROUP_L1 | GROUP_SQDIST)) != 0:
+        if (spec.gl1[g] & GROUP_L1) != 0:
             return False
     return True
+
+
+@njit
+def spline_reach(spec, g):
+    """The largest ``h^2`` of the group's B1-spline kernels: beyond it they are all 0."""
+    reach = 0.0
+    for j in range(spec.codes.shape[0]):
+        if spec.kgroup[j] == g and spec.codes[j] == BSPLINE:
+            reach = max(reach, spec.params[j, 0] * spec.params[j, 0])
+    return reach
+
+
+@njit
+def screened_sqdist(xs, S, dots, xsq, zsq, reach, spec, g, out):
+    """``out[a, i] = ||x_a - S_i||^2`` for a group flagged ``GROUP_SQDIST`` (a B1-spline kernel),
+    summed directly only where it may be below ``reach`` (:func:`spline_reach`).
+
+    Every pair is first screened by ``|x_a|^2 + |S_i|^2 - 2 dots[a, i]``: where that is at least
+    ``reach`` by more than :data:`SCREEN_MARGIN` of the norms, the true distance is too, so every
+    B1-spline of the group is exactly 0 there and the screened value stands (as the other
+    kernels read it on the matrix-product path).  The other pairs, the few near neighbours of a
+    sparse kernel, are summed directly by the per-position pass's own loop
+    (:func:`~onlinemkl._core.kernels.sqdist_block`), so the B1-spline values are those of that
+    pass, bit for bit.
+    """
+    L, n = dots.shape
+    r0, r1 = spec.gptr[g], spec.gptr[g + 1]
+    one = np.empty(1)
+    for a in range(L):
+        x = xs[a]
+        for i in range(n):
+            norms = xsq[a] + zsq[i]
+            v = norms - 2.0 * dots[a, i]
+            if v - SCREEN_MARGIN * norms < reach:
+                sqdist_block(x, S, i, 1, spec.granges, r0, r1, one)
+                v = one[0]
+            out[a, i] = v if v > 0.0 else 0.0
 
 
 @njit
@@ -131,8 +173,9 @@ def word_kernel_scores(xs, buf, n, spec, xsqs, xdiags, Y, gpos):
     norms (:func:`~onlinemkl._core.batch.values_from_products`, the batch path's formulas); each
     kernel's values times its class vectors then give its scores in one more product.  The
     buffer must be :func:`blas_ready`; ``xsqs``/``xdiags`` hold the positions' query caches.
-    The same numbers as one :func:`position_scores` pass per position up to rounding (the sums
-    run in another order).
+    A group with a B1-spline kernel reads its squared distances from :func:`screened_sqdist`
+    (summed directly only for the pairs within the kernel's reach).  The same numbers as one
+    :func:`position_scores` pass per position up to rounding (the sums run in another order).
     """
     L = xs.shape[0]
     F = spec.codes.shape[0]
@@ -159,8 +202,14 @@ def word_kernel_scores(xs, buf, n, spec, xsqs, xdiags, Y, gpos):
         if nk == 0:
             continue
         dots = np.dot(xs, Sn.T)
-        prod = GroupProducts(dots, np.ascontiguousarray(xsqs[:, g]), np.ascontiguousarray(ssq[:n, g]), unused, unused)
-        values_from_products(prod, False, False, js, spec, xdiags, zdiag, False, vals)
+        xsq, zsq = np.ascontiguousarray(xsqs[:, g]), np.ascontiguousarray(ssq[:n, g])
+        use_sqd = (spec.gl1[g] & GROUP_SQDIST) != 0
+        sqd = unused
+        if use_sqd:
+            sqd = np.empty((L, n))
+            screened_sqdist(xs, S, dots, xsq, zsq, spline_reach(spec, g), spec, g, sqd)
+        values_from_products(GroupProducts(dots, xsq, zsq, unused, sqd), False, use_sqd, js, spec, xdiags, zdiag,
+                             False, vals)
     for k in range(F):
         sc = np.dot(vals[k], B[k, :n])
         for i in range(L):

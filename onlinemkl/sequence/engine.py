@@ -26,9 +26,17 @@ from ..proximal.engine import GroupNormEngine
 _cp = lazy_module("onlinemkl.proximal._prox")
 _cs = lazy_module("onlinemkl.sequence._step")
 
-__all__ = ["SequenceEngine", "PARAMS", "LOSSES", "TRANSITION_ARRAYS", "per_kernel_class_vectors"]
+__all__ = ["SequenceEngine", "PARAMS", "LOSSES", "CRF_ETA0", "TRANSITION_ARRAYS", "per_kernel_class_vectors"]
 
 LOSSES = {"svm": _cs.LOSS_SVM, "crf": _cs.LOSS_CRF}
+
+#: ``eta0='auto'`` with the CRF loss (the structured hinge's is 1.0).  The CRF's gradient, observed
+#: minus expected counts, shrinks as the marginals grow confident, so the hinge's step moves it
+#: too little: MKL over linear, quadratic and Gaussian kernels on the OCR words (one training
+#: fold, 20 epochs) labels 82.6 % of the test characters at 1.0, 86.2 % at 4 and 87.0 % at 10,
+#: the lowest objective after 5 epochs of {1, 4, 10, 30, 100}; noisy digit strings (5 epochs)
+#: 91.2 % at 1.0, 93.6 % at 4 and at 10.
+CRF_ETA0 = 10.0
 
 _regularisation, _shape, _buffer = common_rows(
     eviction_default="oldest",
@@ -47,8 +55,10 @@ PARAMS = Table(
     *_regularisation,
     Param("lam", number("float >= 0", low=0.0), 1e-4, "Regularisation strength."),
     *_shape,
-    Param("eta0", Rule("float > 0 or 'auto'", check_eta0_param), 1.0,
-          "The initial step size ('auto': 1.0 with up to three labels, 4.0 with more)."),
+    Param("eta0", Rule("float > 0 or 'auto'", check_eta0_param), "auto",
+          "The initial step size; 'auto': 1.0 with the structured hinge, ``CRF_ETA0`` (10.0) with the\n"
+          "CRF loss, whose gradient (observed minus expected counts) shrinks as the marginals grow\n"
+          "confident, where the hinge's stays a whole label on every wrong position."),
     Param("gamma", Rule("float > 0, 'auto' or None", check_gamma_param), "auto",
           "Radius of the projection ball; 'auto' is appendix E's ``sqrt(2 L(0) / modulus)`` where the\n"
           "regulariser is strongly convex (otherwise no projection), with ``L(0)`` the mean loss at\n"

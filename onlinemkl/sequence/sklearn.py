@@ -15,7 +15,7 @@ from .._validation import check_rows
 from ..engine import engine_for_state, kernels_of_state, state_with_settings
 from ..proximal._setup import settings
 from .._params import face
-from .engine import PARAMS, SequenceEngine
+from .engine import CRF_ETA0, PARAMS, SequenceEngine
 from ..features import FeatureMap, LabelMap, check_feature_cap
 from ..kernels import restoring_kernels
 from ..proximal.sklearn import _ProximalFace
@@ -105,6 +105,8 @@ class SequenceMKLLabeler(_ProximalFace, EngineEstimator):
         # so the settings give the radius for L(0) = 1 and each step scales it by
         # sqrt(mean L(0)) of the sequences seen so far (SequenceEngine.learn).
         st = settings(self, False, 1.0, n_extra_groups=1)
+        if self.eta0 == "auto" and self.loss == "crf":
+            st["eta0"] = CRF_ETA0
         gamma_unit = st["gamma"] if (self.gamma == "auto" and st["gamma"] > 0) else None
         return SequenceEngine(st, self.loss, cost, self.budget, self.eviction, gamma_unit, bool(self.average))
 

@@ -200,3 +200,17 @@ def test_gamma_auto_uses_the_sequence_loss_at_zero():
     for xs, ys in zip(X, Ys):
         crf.learn_one(xs, ys)
     assert engine_of(crf).hyper[_cs.H_GAMMA] == pytest.approx(math.sqrt(2 * math.log(3) * mean_len / 0.02))
+
+
+def test_eta0_auto_is_the_default_and_steps_further_with_the_crf_loss():
+    """``eta0='auto'`` (the default) is 1.0 with the structured hinge and ``CRF_ETA0`` with the CRF
+    loss, whose gradient shrinks as the marginals grow confident; a number is kept with either."""
+    from onlinemkl.sequence.engine import CRF_ETA0
+
+    X, Ys = _small_problem(5, n_seq=3)
+    kern = (RBF(gamma=0.3),)
+    assert SequenceMKLLabeler().get_params()["eta0"] == "auto"
+    for loss, eta0, want in (("svm", "auto", 1.0), ("crf", "auto", CRF_ETA0), ("crf", 1.0, 1.0), ("svm", 3.0, 3.0)):
+        model = SequenceMKLLabeler(kernels=kern, loss=loss, eta0=eta0).fit(X, Ys)
+        assert engine_of(model).hyper[_cs.H_ETA0] == want, (loss, eta0)
+    assert CRF_ETA0 == 10.0

@@ -8,7 +8,7 @@ import pytest
 
 from onlinemkl.sequence import _step as cs
 from onlinemkl._core.kernels import prepare_query
-from onlinemkl._core.state import KernelSpec
+from onlinemkl._core.state import KernelSpec, Query, Rows
 from onlinemkl.kernel_arrays import CompiledKernels, resolve_group_columns
 from onlinemkl.kernels import RBF, BSpline, Laplacian, Linear, Polynomial
 
@@ -76,18 +76,53 @@ def test_word_scores_match_the_numpy_reference(n, L):
     assert np.allclose(got, want, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(want).max()))
 
 
+def _per_position(xs, buf, n, spec, Y):
+    """``g[i]`` by one :func:`~onlinemkl.sequence._step.position_scores` pass per position."""
+    F, G = spec.codes.shape[0], spec.gptr.shape[0] - 1
+    out = np.empty((xs.shape[0], F, Y))
+    rows = Rows(buf.S, buf.ssq, buf.sdiag)
+    for i, x in enumerate(xs):
+        q = Query(x.copy(), np.empty(G), np.empty(F))
+        prepare_query(q.x, spec, q.xsq, q.xdiag)
+        cs.position_scores(q, rows, n, buf.B, spec, Y, out[i])
+    return out
+
+
 def test_word_scores_agree_with_the_per_position_pass():
-    """A kernel the matrix products do not serve (B1-spline, Laplacian) takes the per-position pass;
-    the two agree on the kernels both serve."""
+    """The two passes agree on every kernel the matrix products serve; a Laplacian kernel (an L1
+    distance per pair) takes the per-position pass."""
     spec, buf, rng = _buffer(KERNELS, 120, 16, 4, seed=1)
     xs = rng.integers(0, 2, size=(7, 16)).astype(np.float64)
     fast = _scores(xs, buf, 120, spec, 4)
-    slow_spec, slow_buf, _ = _buffer(KERNELS + (BSpline(h=4.0),), 120, 16, 4, seed=1)
-    assert not cs.blas_ready(slow_spec, 16)
-    assert np.array_equal(slow_buf.S, buf.S)
-    slow_buf.B[:3] = buf.B
-    slow = _scores(xs, slow_buf, 120, slow_spec, 4)
-    # same rows, same leading class vectors: the first three kernels' scores match
-    assert np.allclose(fast, slow[:, :3], rtol=1e-10, atol=1e-10 * np.abs(fast).max())
+    slow = _per_position(xs, buf, 120, spec, 4)
+    assert np.allclose(fast, slow, rtol=1e-10, atol=1e-10 * np.abs(fast).max())
     lap_spec, _, _ = _buffer((Laplacian(gamma=0.1),), 1, 16, 4, seed=0)
     assert not cs.blas_ready(lap_spec, 16)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_b1_spline_word_scores_skip_the_pairs_beyond_its_reach(binary):
+    """A B1-spline kernel takes the matrix-product path: a pair the products place beyond ``h``
+    (with a margin over their rounding) is exactly 0, the others are summed directly as the
+    per-position pass does, so the scores are that pass's up to the order of the sums, also at an
+    exact duplicate, at distance exactly ``h`` and just inside it, and with real-valued rows."""
+    kernels = (Linear(normalize=True), BSpline(h=2.0), RBF(gamma=0.1))
+    spec, buf, rng = _buffer(kernels, 300, 16, 4, seed=2)
+    if not binary:
+        buf.S[:] += rng.normal(scale=0.3, size=buf.S.shape)
+        for i in range(300):
+            prepare_query(buf.S[i], spec, buf.ssq[i], buf.sdiag[:, i])
+    assert cs.blas_ready(spec, 16)
+    xs = rng.integers(0, 2, size=(6, 16)).astype(np.float64)
+    xs[0] = buf.S[5]  # distance 0
+    xs[1] = buf.S[7]
+    xs[1, :4] = 1.0 - xs[1, :4] if binary else xs[1, :4] + 1.0  # distance exactly h = 2
+    xs[2] = buf.S[9]
+    xs[2, 0] += 2.0 - 1e-12  # just inside h
+    fast = _scores(xs, buf, 300, spec, 4)
+    slow = _per_position(xs, buf, 300, spec, 4)
+    assert np.allclose(fast, slow, rtol=1e-12, atol=1e-12 * np.abs(slow).max())
+    d = np.sqrt(((xs[:, None, :] - buf.S[None, :300]) ** 2).sum(-1))
+    want = np.maximum(0.0, 1.0 - d / 2.0) @ buf.B[1, :300, :4]
+    assert np.allclose(fast[:, 1], want, rtol=1e-12, atol=1e-12)
+    assert 0.0 < (d < 2.0).mean() < 0.5  # the kernel is sparse here: most pairs were skipped

@@ -105,3 +105,31 @@ def test_bench_markdown_cells_keep_their_pipes():
     """A cell holding ``|`` (a river pipeline's name) stays one cell."""
     table = _common().markdown_table([{"case": "StandardScaler | OBSCURE", "x": 1.0}])
     assert table.splitlines()[2] == r"| StandardScaler \| OBSCURE | 1 |"
+
+
+def test_bench_sequence_merge_keeps_rows_of_the_same_protocol_only():
+    """``bench_sequence.py --rows ... --merge`` keeps the current report's other rows (in the
+    table's order, each stamped with when it was measured) and refuses a report of another
+    protocol, naming the setting and its option."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_sequence as bs
+    finally:
+        sys.path.remove(str(BENCH))
+    names = ["A", "B", "C"]
+    settings = {"folds": [0, 1], "C": [16.0], "eta0": list(bs.ETA0S), "epochs": 20, "select_epochs": 5,
+                "test_words": 1000}
+    previous = {"machine": {"date": "earlier"}, "settings": {k: v for k, v in settings.items() if k != "eta0"},
+                "rows": [{"kernel": "A", "acc_mean": 0.1}, {"kernel": "B", "acc_mean": 0.2},
+                         {"kernel": "CRF peer", "acc_mean": 0.3}]}
+    ran = [{"kernel": "C", "acc_mean": 0.4}, {"kernel": "B", "acc_mean": 0.5}]
+    rows, kept = bs.merge_previous(previous, "old.json", ran, settings, names, "now")
+    assert [(r["kernel"], r["acc_mean"], r["measured"]) for r in rows] == [("A", 0.1, "earlier"), ("B", 0.5, "now"),
+                                                                          ("C", 0.4, "now")]
+    assert kept == ["A"]
+    with pytest.raises(SystemExit, match="test_words=500.*--test-words"):
+        bs.merge_previous(previous, "old.json", [], {**settings, "test_words": 500}, names, "now")
+    with pytest.raises(SystemExit, match="eta0.*--eta0"):
+        bs.merge_previous(previous, "old.json", [], {**settings, "eta0": [1.0]}, names, "now")
+    with pytest.raises(SystemExit, match="no earlier report"):
+        bs.merge_previous(None, "old.json", [], settings, names, "now")
