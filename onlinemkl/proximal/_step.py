@@ -641,7 +641,6 @@ def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, evictio
             (update_impact, (f1, f1, f1, params)),
             (project_update, (query, f1, f1, i, rows, typeof(spec), state, i)),
             (evict_and_merge, (i, i, passes, rows, params, state, i, g)),
-            (evict_projected, (i, query, i, rows, typeof(spec), state, i, g)),
         ]
     parts += [
         (implicit_insert, (i, query, f1, f1, i, rows, params, state, g, types.boolean)),
