@@ -403,7 +403,7 @@ What ran: rows {ran}{ran_line};
 training folds {args.folds} (paper: all 10), each tested on {n_test} words of the nine other folds;
 {epochs} epochs; eta0 from {list(args.eta0)} by the lowest training objective after {select_epochs} epochs (as the paper);
 {c_line}{' (quick: 200 training words per fold)' if args.quick else ''}.
-Structured hinge (Hamming cost 1), last iterate, invsqrt steps, no projection (gamma=None). Gaussian gamma 0.1
+Structured hinge (Hamming cost 1; the CRF row: the CRF loss), last iterate, invsqrt steps, no projection (gamma=None). Gaussian gamma 0.1
 (sigma^2 = 5); B1-spline h = {b1.h:.3f} ({100 * zeros:.1f} % zeros on training characters). Single-threaded BLAS.
 CRF peer: python-crfsuite on the same folds and test words, features = the pixels that are on, L-BFGS
 (c2 = 1, 100 iterations); against our rows: {peer}.
