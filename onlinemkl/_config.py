@@ -46,6 +46,7 @@ import types
 import warnings
 
 import numba
+from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
 
 from . import __version__
@@ -130,8 +131,9 @@ def resolve_cache_dir(environ=None) -> tuple[str | None, str | None]:
             path = _user_cache_dir()
         except Exception as exc:  # no home directory, no platformdirs, ...
             return None, f"no per-user cache directory ({type(exc).__name__}: {exc})"
+    wrapped = "-wrapped" if env.get("ONLINEMKL_WRAP_CALLEES", "").strip().lower() in _TRUE else ""
     try:
-        path = os.path.join(os.path.abspath(os.path.expanduser(path)), f"core-{_core_stamp()}")
+        path = os.path.join(os.path.abspath(os.path.expanduser(path)), f"core-{_core_stamp()}{wrapped}")
     except OSError as exc:
         return None, f"cannot read onlinemkl's compiled sources ({exc})"
     problem = _writable_dir(path)
@@ -143,6 +145,13 @@ CACHE_DIR, _CACHE_PROBLEM = resolve_cache_dir()
 
 #: True if serial functions are cached on disk (in :data:`CACHE_DIR`).
 CACHE = CACHE_DIR is not None
+
+#: ``ONLINEMKL_WRAP_CALLEES=1``: every serial function keeps Numba's CPython wrapper (plain
+#: Numba dispatchers, no :class:`CompiledFunction`), cached in a folder of their own (the cache
+#: folder's name ends in ``-wrapped``), since a wrapper-less function read from a cache must
+#: never be called from Python directly.  For the test suite, which calls compiled helpers from
+#: Python: there one compilation then serves those calls and the learners' steps.
+WRAP_CALLEES = os.environ.get("ONLINEMKL_WRAP_CALLEES", "").strip().lower() in _TRUE
 
 _warned = False
 
@@ -215,13 +224,13 @@ class CompiledFunction(CPUDispatcher):
     Its compilations carry no CPython wrapper (Numba's ``no_cpython_wrapper``): that wrapper
     unboxes every argument from Python objects, and Numba builds, optimises and emits machine
     code for it in every compiled function, although only the entry points a learner calls
-    from Python ever run it.  Leaving it out of the callees takes about a sixth off a learner's
-    first compilation (``benchmarks/compile_profile.py``).
+    from Python ever run it.  Leaving it out of the callees takes about a seventh off a
+    learner's first compilation (``benchmarks/compile_profile.py`` shows where the time goes).
 
     A call from Python goes to :attr:`python_entry`, a twin of the same source with the
     wrapper (its own dispatcher, cached under the function's name with ``_py`` appended); the
-    callees it reaches are this module's functions, without wrappers, so an entry point's
-    call tree is compiled once whether it runs from Python or from another compiled function.
+    callees it reaches are the wrapper-less functions themselves, so a callee compiles once
+    whether its caller runs from Python or from another compiled function.
     The engines call :attr:`python_entry` directly (:mod:`onlinemkl._lazy`), without the
     Python frame of :meth:`__call__`.
     """
@@ -255,7 +264,7 @@ def dispatchers() -> list:
         if module is None or not name.startswith("onlinemkl."):
             continue
         for value in list(vars(module).values()):
-            if isinstance(value, numba.core.dispatcher.Dispatcher) and id(value) not in found:
+            if isinstance(value, Dispatcher) and id(value) not in found:
                 found[id(value)] = value
                 twin = value.__dict__.get("_python_entry")
                 if twin is not None:
@@ -267,8 +276,8 @@ def _compile(func, wrapper=False, **options):
     """``numba.njit(**options)(func)``; cached in :data:`CACHE_DIR` when ``options["cache"]``.
 
     A serial function (neither inlined nor parallel) becomes a :class:`CompiledFunction`,
-    without a CPython wrapper, unless ``wrapper`` (its Python twin) or Numba runs as Python
-    (``NUMBA_DISABLE_JIT=1``).
+    without a CPython wrapper, unless ``wrapper`` (its Python twin), :data:`WRAP_CALLEES` or
+    Numba runs as Python (``NUMBA_DISABLE_JIT=1``).
 
     Should :data:`CACHE_DIR` have become unusable since start-up (removed, made
     read-only), Numba would either fail the import (``cannot cache function ...: no
@@ -276,7 +285,8 @@ def _compile(func, wrapper=False, **options):
     sources in site-packages.  Either way the function is compiled without a cache
     instead, and :class:`CacheWarning` is issued.
     """
-    if wrapper or numba.config.DISABLE_JIT or options.get("inline") == "always" or options.get("parallel"):
+    if (wrapper or WRAP_CALLEES or numba.config.DISABLE_JIT or options.get("inline") == "always"
+            or options.get("parallel")):
         make = numba.njit(**options)
     else:
         make = functools.partial(_without_wrapper, options)

@@ -2,22 +2,16 @@
 
 A callee reached from another compiled function is compiled without the wrapper that unboxes
 Python arguments; a call from Python goes to a twin of the same source that has one, cached
-apart (``<name>_py``), whose callees are the wrapper-less functions.  These tests run a small
-module of their own in a subprocess with an empty cache, twice: the second run must load
+apart (``<name>_py``), whose callees are the wrapper-less functions.  The suite itself keeps
+the wrappers (``ONLINEMKL_WRAP_CALLEES=1``, conftest.py), so this runs a small module of its own
+in a subprocess without that variable and with an empty cache, twice: the second run must load
 everything it calls from the cache the first wrote.
 """
 
-import copy
 import os
-import pickle
 import subprocess
 import sys
 import textwrap
-
-import numpy as np
-
-from onlinemkl import _config
-from onlinemkl._core.kernels import effective_diag
 
 MODULE = textwrap.dedent("""
     from onlinemkl._config import njit
@@ -47,11 +41,20 @@ SCRIPT = textwrap.dedent("""
     print("entry_signatures", len(m.outer.signatures), len(m.outer.python_entry.signatures))
     print("loaded", sum(m.outer.python_entry.stats.cache_hits.values()),
           sum(m.inner.python_entry.stats.cache_hits.values()))
+
+    # Ray and copy rebuild a dispatcher from its state: no cache settings of its own, so its
+    # twin compiles uncached, and it still runs from Python
+    import copy, pickle
+    from onlinemkl import _config
+    from onlinemkl._core.kernels import effective_diag
+    rebuilt = [pickle.loads(pickle.dumps(effective_diag)), copy.deepcopy(effective_diag)]
+    print("rebuilt", isinstance(effective_diag, _config.CompiledFunction),
+          *[(f(2.5, 0.0), f(2.5, 1.0), f(-1.0, 1.0)) == (2.5, 1.0, 0.0) for f in rebuilt])
 """)
 
 
 def _run(tmp_path):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), ONLINEMKL_NO_CACHE="",
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), ONLINEMKL_NO_CACHE="", ONLINEMKL_WRAP_CALLEES="",
                ONLINEMKL_SPLIT_COMPILE="0", PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300,
                          check=False)
@@ -71,12 +74,18 @@ def test_callees_have_no_python_wrapper_and_python_calls_go_to_a_cached_twin(tmp
     assert warm["loaded"] == ["1", "1"]  # both twins from the cache the first run wrote
     names = {f.split("-")[0] for f in os.listdir(next(p for p, _, fs in os.walk(tmp_path / "cache") if fs))}
     assert {"compiled_mod.outer_py", "compiled_mod.inner_py", "compiled_mod.inner"} <= names
+    assert cold["rebuilt"] == ["True", "True", "True"]
 
 
-def test_a_copied_or_unpickled_compiled_function_still_runs_from_python():
-    """Ray and ``copy`` rebuild a dispatcher from its state; the rebuilt one has no cache
-    settings of its own, and its twin compiles uncached."""
-    assert isinstance(effective_diag, _config.CompiledFunction)
-    for other in (pickle.loads(pickle.dumps(effective_diag)), copy.deepcopy(effective_diag)):
-        assert other(2.5, 0.0) == 2.5 and other(2.5, 1.0) == 1.0
-    assert np.isclose(effective_diag(-1.0, 1.0), 0.0)
+
+def test_the_suite_keeps_the_wrappers_in_a_cache_folder_of_their_own():
+    """conftest.py sets ONLINEMKL_WRAP_CALLEES: plain Numba dispatchers, whose cache must never
+    be shared with the wrapper-less build's (its entries cannot be called from Python)."""
+    from onlinemkl import _config
+    from onlinemkl._core.kernels import effective_diag
+
+    assert _config.WRAP_CALLEES
+    assert not isinstance(effective_diag, _config.CompiledFunction)
+    assert os.path.basename(_config.CACHE_DIR).endswith("-wrapped")
+    plain, problem = _config.resolve_cache_dir(dict(os.environ, ONLINEMKL_WRAP_CALLEES=""))
+    assert problem is None and plain == _config.CACHE_DIR[:-len("-wrapped")]

@@ -305,10 +305,10 @@ def test_read_only_input_does_not_compile_again():
 
     X, y = make_data(60, 3, seed=8)
     first = OBSCUREClassifier(kernels=KERNELS, random_state=0, stage1_epochs=1, stage2_epochs=1).fit(X, y)
-    seen = (len(obscure_fit.obscure_fit_run.python_entry.signatures), len(co.obscure_run.python_entry.signatures), len(co.obscure_run.signatures))
+    seen = (len(obscure_fit.obscure_fit_run.signatures), len(co.obscure_run.signatures))
     Xr, yr = X.copy(), y.copy()
     Xr.setflags(write=False)
     yr.setflags(write=False)
     again = OBSCUREClassifier(kernels=KERNELS, random_state=0, stage1_epochs=1, stage2_epochs=1).fit(Xr, yr)
     np.testing.assert_array_equal(again.decision_function(Xr), first.decision_function(X))
-    assert (len(obscure_fit.obscure_fit_run.python_entry.signatures), len(co.obscure_run.python_entry.signatures), len(co.obscure_run.signatures)) == seen
+    assert (len(obscure_fit.obscure_fit_run.signatures), len(co.obscure_run.signatures)) == seen

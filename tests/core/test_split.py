@@ -63,7 +63,7 @@ def test_a_helper_compiles_the_listed_parts_and_a_failed_helper_changes_nothing(
     for name, start in [("helped", "pass"), ("crashing", "raise SystemExit(1)"), ("hanging", "time.sleep(600)")]:
         (tmp_path / f"{name}.py").write_text(MODULE.format(helper_start=start))
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), ONLINEMKL_SPLIT_COMPILE="1",
-               ONLINEMKL_BACKGROUND_COMPILE="0", ONLINEMKL_NO_CACHE="",
+               ONLINEMKL_BACKGROUND_COMPILE="0", ONLINEMKL_NO_CACHE="", ONLINEMKL_WRAP_CALLEES="",
                PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300,
                          check=False)
