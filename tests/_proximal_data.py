@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from naive import kernel_matrix
+from naive import diag_table, kernel_matrix
 from naive_fobos import NaiveFobos
 
 from onlinemkl import ProximalMKLRegressor
@@ -45,7 +45,7 @@ class MergingNaiveFobos(NaiveFobos):
         i = super()._evictee()
         bi = self.beta[i]
         kij = np.array([kernel_matrix(ker, self.X[i][None], self.X)[0] for ker in self.kernels])  # (F, n)
-        kjj = np.array([[kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels] for x in self.X])
+        kjj = diag_table(self.kernels, self.X)
         best, partner = 0.0, -1
         for j in range(self.X.shape[0]):
             bj = self.beta[j]

@@ -32,29 +32,35 @@ def group_columns(kernel, n_features):
     return np.arange(n_features) if kernel.group is None else np.asarray(kernel.group, dtype=int)
 
 
-def raw_kernel(kernel, A, B, n_group):
-    """Unnormalised kernel matrix between rows of ``A`` and ``B`` (already restricted to the group)."""
+def _kernel_values(kernel, dot, diff, n_group):
+    """Raw kernel values of pairs of rows from their inner products ``dot()`` or their differences
+    ``diff()`` (features on the last axis); each is computed only if the kernel needs it."""
     if isinstance(kernel, Polynomial):
         scale = kernel.scale if kernel.scale is not None else kernel.scale_scale / n_group
-        return (scale * (A @ B.T) + kernel.offset) ** kernel.degree
+        return (scale * dot() + kernel.offset) ** kernel.degree
     if isinstance(kernel, Linear):
-        return A @ B.T
-    diff = A[:, None, :] - B[None, :, :]
+        return dot()
+    d = diff()
     if isinstance(kernel, RBF):
         gamma = kernel.gamma if kernel.gamma is not None else kernel.gamma_scale / n_group
-        return np.exp(-gamma * np.sum(diff * diff, axis=2))
+        return np.exp(-gamma * np.sum(d * d, axis=-1))
     if isinstance(kernel, Laplacian):
         gamma = kernel.gamma if kernel.gamma is not None else kernel.gamma_scale / n_group
-        return np.exp(-gamma * np.sum(np.abs(diff), axis=2))
+        return np.exp(-gamma * np.sum(np.abs(d), axis=-1))
     if isinstance(kernel, BSpline):
         h = kernel.h if kernel.h is not None else kernel.h_scale * math.sqrt(2.0 * n_group)
-        return np.maximum(0.0, 1.0 - np.sqrt(np.sum(diff * diff, axis=2)) / h)
+        return np.maximum(0.0, 1.0 - np.sqrt(np.sum(d * d, axis=-1)) / h)
     raise TypeError(kernel)
 
 
+def raw_kernel(kernel, A, B, n_group):
+    """Unnormalised kernel matrix between rows of ``A`` and ``B`` (already restricted to the group)."""
+    return _kernel_values(kernel, lambda: A @ B.T, lambda: A[:, None, :] - B[None, :, :], n_group)
+
+
 def self_kernel(kernel, A, n_group):
-    """Raw ``K(a, a)`` for every row of ``A``."""
-    return np.array([raw_kernel(kernel, a[None], a[None], n_group)[0, 0] for a in A])
+    """Raw ``K(a, a)`` for every row of ``A`` (each row paired with itself, not a Gram matrix)."""
+    return _kernel_values(kernel, lambda: np.einsum("ij,ij->i", A, A), lambda: A - A, n_group)
 
 
 def kernel_matrix(kernel, X, Z):
@@ -70,6 +76,23 @@ def kernel_matrix(kernel, X, Z):
         den = dx[:, None] * dz[None, :]
         K = np.where(den > 0, K / np.sqrt(np.where(den > 0, den, 1.0)), 0.0)
     return K
+
+
+def kernel_diag(kernel, X):
+    """``K(x, x)`` as the model sees it for every row of ``X``: the diagonal of ``kernel_matrix(kernel,
+    X, X)``, by the same normalisation, without the whole matrix."""
+    X = np.atleast_2d(np.asarray(X, dtype=float))
+    cols = group_columns(kernel, X.shape[1])
+    d = self_kernel(kernel, X[:, cols], len(cols))
+    if not kernel.normalize:
+        return d
+    den = d * d
+    return np.where(den > 0, d / np.sqrt(np.where(den > 0, den, 1.0)), 0.0)
+
+
+def diag_table(kernels, X):
+    """``(n, F)``: :func:`kernel_diag` of every kernel for every row of ``X``."""
+    return np.stack([kernel_diag(k, X) for k in kernels], axis=1) if len(X) else np.zeros((0, len(kernels)))
 
 
 def kernel_tensor(kernels, X, Z):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from naive import group_columns, kernel_matrix
+from naive import diag_table, group_columns, kernel_matrix
 from naive_prox import prox_norms
 from onlinemkl.kernels import Linear
 
@@ -163,7 +163,7 @@ class NaiveFobos:
 
     def _impacts(self):
         """``||Delta theta||^2`` of every stored row: the size of its contribution."""
-        diag = np.array([[kernel_matrix(ker, x[None], x[None])[0, 0] for ker in self.kernels] for x in self.X])
+        diag = diag_table(self.kernels, self.X)
         return (self.coef ** 2 * diag).sum(axis=1) * (self.beta ** 2).sum(axis=1)
 
     def _evictee(self):
@@ -182,7 +182,7 @@ class NaiveFobos:
         """The update ``steps_k u (x) phi_k(x)`` onto the stored row with a class vector parallel to
         ``u`` that captures most of it (the orthogonal projection per group); the rest is dropped."""
         kxj = np.array([kernel_matrix(ker, x[None], self.X)[0] for ker in self.kernels])  # (F, n)
-        kjj = np.array([[kernel_matrix(ker, s[None], s[None])[0, 0] for ker in self.kernels] for s in self.X])
+        kjj = diag_table(self.kernels, self.X)
         best, partner = 0.0, -1
         for j in range(self.X.shape[0]):
             bj = self.beta[j]

@@ -56,6 +56,7 @@ class NaiveSequenceModel:
         self.S0 = np.zeros(0)
         self.S1 = np.zeros(0)
         self.t = 0
+        self._gram = {}  # k -> the Gram matrix of the stored positions so far
 
     def _grow(self, Y):
         if Y > self.Y:
@@ -78,14 +79,30 @@ class NaiveSequenceModel:
         s = self.S0[y[0]] + self.S1[y[-1]] + sum(U[i, c] for i, c in enumerate(y))
         return s + sum(self.T[a, c] for a, c in zip(y[:-1], y[1:]))
 
+    def gram(self, k):
+        """``K_k(x_s, x_r)`` over the stored positions; positions are only ever appended, so the
+        values of the pairs seen before are kept and only the new rows' are computed."""
+        n = len(self.X)
+        G = self._gram.get(k, np.zeros((0, 0)))
+        if G.shape[0] < n:
+            old, K = G.shape[0], self.kernels[k]
+            G = np.pad(G, ((0, n - old), (0, n - old)))
+            for s in range(old, n):
+                for r in range(s + 1):
+                    G[s, r] = G[r, s] = K(self.X[s], self.X[r])
+            self._gram[k] = G
+        return G
+
     def norms_sq(self):
+        """``||theta_k||^2 = sum_{s,r} a_sk a_rk <u_s, u_r> K_k(x_s, x_r)``, recomputed from the
+        coefficients and class vectors as they are now."""
         F = len(self.kernels)
         out = np.zeros(F + 1)
-        n = len(self.X)
-        for k, K in enumerate(self.kernels):
-            for s in range(n):
-                for r in range(n):
-                    out[k] += self.a[s][k] * self.a[r][k] * (self.u[s] @ self.u[r]) * K(self.X[s], self.X[r])
+        if self.X:
+            A = np.array(self.a)
+            UU = np.array(self.u) @ np.array(self.u).T
+            for k in range(F):
+                out[k] = A[:, k] @ (UU * self.gram(k)) @ A[:, k]
         out[F] = np.sum(self.T ** 2) + np.sum(self.S0 ** 2) + np.sum(self.S1 ** 2)
         return out
 
