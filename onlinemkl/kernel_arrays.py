@@ -20,7 +20,7 @@ from ._lazy import lazy_module
 _cb = lazy_module("onlinemkl._core.batch")
 _ck = lazy_module("onlinemkl._core.kernels")
 
-__all__ = ["CompiledKernels", "resolve_group_columns", "block_kernels", "WeightedKernelSum"]
+__all__ = ["CompiledKernels", "resolve_group_columns", "block_kernels", "StoredRows", "WeightedKernelSum"]
 
 
 class CompiledKernels:
@@ -253,18 +253,45 @@ def _sq_distances(Xg, Zg):
     return cdist(Xg, Zg, "sqeuclidean")
 
 
-def _group_quantities(X, Z, cols, flags):
+def _group_quantities(X, Z, cols, flags, stored=None):
+    """One group's products between the rows of ``X`` and ``Z``; ``stored``: ``Z``'s group
+    columns and squared norms already taken (:class:`StoredRows`)."""
     Xg = np.ascontiguousarray(X[:, cols])
-    Zg = Xg if Z is X else np.ascontiguousarray(Z[:, cols])
+    if stored is not None:
+        Zg, zsq = stored
+    else:
+        Zg = Xg if Z is X else np.ascontiguousarray(Z[:, cols])
     dots = Xg @ Zg.T  # X @ X.T is a symmetric (syrk) product
     xsq = np.einsum("ij,ij->i", Xg, Xg)
-    zsq = xsq if Z is X else np.einsum("ij,ij->i", Zg, Zg)
+    if stored is None:
+        zsq = xsq if Z is X else np.einsum("ij,ij->i", Zg, Zg)
     l1 = _l1_distances(Xg, Zg) if flags & _ck.GROUP_L1 else None
     sqd = _sq_distances(Xg, Zg) if flags & _ck.GROUP_SQDIST else None
     return dots, l1, sqd, xsq, zsq
 
 
-def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndarray:
+class StoredRows:
+    """What :func:`block_kernels` computes of its stored rows ``S`` alone: each group's columns
+    (contiguous), their squared norms and every kernel's self-value in the stored form.
+
+    For callers that take many blocks of queries against the same rows (``fit``'s chunks against
+    the training set): made once, these are not recomputed per block.  The values are the ones
+    :func:`block_kernels` computes without it, bit for bit.
+    """
+
+    def __init__(self, S: np.ndarray, ck: CompiledKernels):
+        self.S = S
+        self.diag = np.zeros((S.shape[0], ck.n_kernels))
+        self.groups = []
+        for g in range(ck.n_groups):
+            js = np.nonzero(ck.kgroup == g)[0].astype(np.int64)
+            Zg = np.ascontiguousarray(S[:, _group_columns(ck, g)])
+            zsq = np.einsum("ij,ij->i", Zg, Zg)
+            _cb.stored_self_kernels(zsq, js, ck.codes, ck.params, self.diag)
+            self.groups.append((Zg, zsq))
+
+
+def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels, stored: StoredRows | None = None) -> np.ndarray:
     """Kernel values ``out[j, a, i] = K_j(Xq_a, S_i)`` with BLAS matrix products.
 
     The batch counterpart of the compiled kernel row: one matrix product per
@@ -272,20 +299,24 @@ def block_kernels(Xq: np.ndarray, S: np.ndarray, ck: CompiledKernels) -> np.ndar
     normalisation included, are then computed from it in one compiled pass
     (:func:`onlinemkl._core.batch.values_from_products`).  Pass the same
     array as ``Xq`` and ``S`` for a training set's own kernel matrices (one
-    symmetric product).
+    symmetric product).  ``stored``: :class:`StoredRows` of ``S`` (made once for many
+    calls against the same ``S``; the values are the same).
     """
     F = ck.n_kernels
     nq, ns = Xq.shape[0], S.shape[0]
     out = np.empty((F, nq, ns))
     codes, params, spec = ck.codes, ck.params, ck.spec()
     xdiag = np.zeros((nq, F))
-    zdiag = xdiag if S is Xq else np.zeros((ns, F))
+    if stored is not None and stored.S is not S:
+        raise ValueError("stored: the StoredRows of another array than S")
+    zdiag = xdiag if S is Xq else (stored.diag if stored is not None else np.zeros((ns, F)))
     none = np.zeros((1, 1))
     for g in range(ck.n_groups):
         js = np.nonzero(ck.kgroup == g)[0].astype(np.int64)
-        dots, l1, sqd, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), int(ck.gl1[g]))
+        dots, l1, sqd, xsq, zsq = _group_quantities(Xq, S, _group_columns(ck, g), int(ck.gl1[g]),
+                                                    None if stored is None else stored.groups[g])
         _cb.stored_self_kernels(xsq, js, codes, params, xdiag)
-        if S is not Xq:
+        if S is not Xq and stored is None:
             _cb.stored_self_kernels(zsq, js, codes, params, zdiag)
         prod = _cb.GroupProducts(np.ascontiguousarray(dots), xsq, zsq, none if l1 is None else l1,
                                  none if sqd is None else sqd)

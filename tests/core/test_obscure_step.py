@@ -187,9 +187,9 @@ def test_fit_with_float32_matrices_close_to_float64(monkeypatch, n_classes):
     shapes, dtypes = [], []
     real = eo.block_kernels
 
-    def recording(Xq, S, ck):
+    def recording(Xq, S, ck, *stored):
         shapes.append((Xq.shape[0], S.shape[0]))
-        return real(Xq, S, ck)
+        return real(Xq, S, ck, *stored)
 
     real_run = eo.ObscureEngine._fit_run
 
@@ -225,9 +225,9 @@ def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_class
     sizes = []
     real = eo.block_kernels
 
-    def recording(Xq, S, ck):
+    def recording(Xq, S, ck, *stored):
         sizes.append(Xq.shape[0] * S.shape[0] * ck.n_kernels * 8)
-        return real(Xq, S, ck)
+        return real(Xq, S, ck, *stored)
 
     monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", cap)
     monkeypatch.setattr(ob, "MIN_CHUNK", 10 ** 9)  # no float32 matrices either (they would fit): blocks
@@ -284,9 +284,9 @@ def test_fit_in_chunks_computes_kernel_rows_of_updates_only(monkeypatch):
     values = []
     real = eo.block_kernels
 
-    def recording(Xq, S, ck):
+    def recording(Xq, S, ck, *stored):
         values.append(Xq.shape[0] * S.shape[0])
-        return real(Xq, S, ck)
+        return real(Xq, S, ck, *stored)
 
     chunk = eo.MIN_CHUNK
     monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", 2 * 8 * (len(KERNELS) + 3) * 400 * chunk)

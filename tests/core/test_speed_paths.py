@@ -270,6 +270,25 @@ def test_block_kernels_symmetric_equals_general():
     np.testing.assert_allclose(K_sym[:, 3, :], row, rtol=1e-12, atol=1e-13)
 
 
+@pytest.mark.parametrize("kset", sorted(KERNEL_SETS))
+def test_block_kernels_with_stored_rows_gives_the_same_bits(kset):
+    """``StoredRows`` (the stored side's columns, norms and self-kernels made once, as ``fit``'s
+    chunks take them) changes nothing: the values are those of ``block_kernels`` alone, bit
+    for bit, for every kernel family and grouping; and it refuses another array than its own."""
+    from onlinemkl.kernel_arrays import StoredRows, block_kernels
+    from onlinemkl.kernels import check_kernels
+
+    rng = np.random.default_rng(5)
+    X, Q = rng.normal(size=(60, 7)), rng.normal(size=(9, 7))
+    ckern = CompiledKernels(check_kernels(KERNEL_SETS[kset]))
+    ckern.set_columns(resolve_group_columns(ckern.groups, 7))
+    stored = StoredRows(X, ckern)
+    for rows in (Q, Q[:1], X[:5]):
+        np.testing.assert_array_equal(block_kernels(rows, X, ckern, stored), block_kernels(rows, X, ckern))
+    with pytest.raises(ValueError, match="another array"):
+        block_kernels(Q, X.copy(), ckern, stored)
+
+
 @pytest.mark.parametrize("F", [1, 2, 5])
 @pytest.mark.parametrize("C", [1, 3, 4, 5, 9])
 @pytest.mark.parametrize("m", [0, 1, 7, 8, 130])
