@@ -396,20 +396,27 @@ class ProximalEngine(GroupNormEngine):
 
     def target_scale(self):
         """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
-        n, mean, m2 = self.ystats
+        n, mean, m2 = self.ystats.tolist()  # Python floats: this runs twice per example
         std = math.sqrt(m2 / n) if n > 1 and m2 > 0 else 1.0
         return mean, std
 
     def learn_regression(self, x, y):
-        """Learn ``y`` standardised by the running target mean/std (an online intercept and scale)."""
-        st = self.ystats
+        """Learn ``y`` standardised by the running target mean/std (an online intercept and scale).
+
+        Welford's update of ``ystats = (count, mean, M2)``, in Python floats (the same IEEE
+        arithmetic as on the array's elements, without a numpy scalar per operation)."""
         r = self.yrange
-        r[0] = min(r[0], y)
-        r[1] = max(r[1], y)
-        st[0] += 1.0
-        delta = y - st[1]
-        st[1] += delta / st[0]
-        st[2] += delta * (y - st[1])
+        lo, hi = r.tolist()
+        if y < lo:
+            r[0] = y
+        if y > hi:
+            r[1] = y
+        n, mean, m2 = self.ystats.tolist()
+        n += 1.0
+        delta = y - mean
+        mean += delta / n
+        m2 += delta * (y - mean)
+        self.ystats[:] = (n, mean, m2)
         mean, std = self.target_scale()
         return self._step(x, 0, (y - mean) / std)
 
@@ -494,7 +501,7 @@ class ProximalEngine(GroupNormEngine):
         the time, are unchanged, and learning uses the model's own scores (the bounds act on the
         reported prediction only).  A function of the state, so a saved model predicts the same.
         """
-        y_min, y_max = float(self.yrange[0]), float(self.yrange[1])
+        y_min, y_max = self.yrange.tolist()
         if not y_min <= y_max or y_max - y_min == math.inf:  # no target yet, or the range not known
             return -math.inf, math.inf
         width = y_max - y_min
