@@ -59,8 +59,9 @@ def proba_frame(labels, scores, index, binary: bool = False):
 
 def check_regression_target(y) -> float:
     """A river regression target: a finite real number (not a bool) of magnitude at most 1e50."""
-    if type(y) is float and -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:
-        return y
+    t = type(y)
+    if (t is float or t is int) and -MAX_ABS_VALUE <= y <= MAX_ABS_VALUE:  # the common cases, checked in place
+        return float(y)
     return check_target_value(y)
 
 

@@ -416,7 +416,8 @@ class ProximalEngine(GroupNormEngine):
         delta = y - mean
         mean += delta / n
         m2 += delta * (y - mean)
-        self.ystats[:] = (n, mean, m2)
+        st = self.ystats
+        st[0], st[1], st[2] = n, mean, m2
         mean, std = self.target_scale()
         return self._step(x, 0, (y - mean) / std)
 
