@@ -240,6 +240,35 @@ def test_fit_in_bounded_kernel_blocks_matches_full_matrices(monkeypatch, n_class
     np.testing.assert_allclose(blocked.kernel_weights_, full.kernel_weights_, rtol=1e-9, atol=1e-12)
 
 
+def test_fit_with_a_budget_takes_small_chunks_whatever_the_cache(monkeypatch):
+    """With a budget, past the kernel cache, a chunk is at most ``BLOCKED_CHUNK`` examples even
+    when the cache would hold a larger block (a chunk's values among themselves are the part a
+    large chunk pays for), and the model is the one of the full matrices."""
+    import onlinemkl.obscure.engine as eo
+    from onlinemkl.obscure import sklearn as ob
+
+    X, y = make_data(600, 3, seed=5)
+    params = dict(kernels=KERNELS, budget=80, random_state=1, stage1_epochs=2, stage2_epochs=1)
+    full = OBSCUREClassifier(**params).fit(X, y)
+    rows = []
+    real = eo.block_kernels
+
+    def recording(Xq, S, ck, *stored):
+        rows.append(Xq.shape[0])
+        return real(Xq, S, ck, *stored)
+
+    F = len(KERNELS)
+    cap = 600 * 600 * (F + 3) * 8 - 1  # not the full matrices; blocks of ~400 rows would fit in half
+    monkeypatch.setattr(ob, "KERNEL_CACHE_BYTES", cap)
+    monkeypatch.setattr(ob, "MIN_CHUNK", 10 ** 9)  # no float32 matrices: blocks
+    monkeypatch.setattr(eo, "block_kernels", recording)
+    blocked = OBSCUREClassifier(**params).fit(X, y)
+    assert rows and max(rows) == eo.BLOCKED_CHUNK
+    assert blocked.stage1_updates_ == full.stage1_updates_
+    Xt, _ = make_data(40, 3, seed=13)
+    np.testing.assert_allclose(blocked.decision_function(Xt), full.decision_function(Xt), rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("n_classes, pegasos, fold", [(2, False, False), (4, False, True), (4, True, False)])
 def test_fit_in_chunks_over_class_sums_matches_full_matrices(n_classes, pegasos, fold):
     """Without a budget, ``fit`` past the cache keeps the class sums of every training example and
