@@ -43,8 +43,9 @@ MIN_CHUNK = 64
 SUMS_CHUNK = 64
 
 #: Examples per chunk of :meth:`ObscureEngine.fit_pass_blocked` (``fit`` past the kernel cache
-#: with a budget), at most; fewer where ``cache_bytes`` asks, never fewer than :data:`MIN_CHUNK`.  A chunk's block holds its kernel values among themselves (``C^2``) beside
-#: those against the stored rows (``C U``), and the first part is the one a large chunk pays for.
+#: with a budget), at most; fewer where ``cache_bytes`` asks, never fewer than :data:`MIN_CHUNK`.
+#: A chunk's block holds its kernel values among themselves (``C^2``) beside those against the
+#: stored rows (``C U``), and the first part is the one a large chunk pays for.
 #: Measured (``fit``'s CPU time, one BLAS thread, same accuracy), the largest chunk the cache
 #: allowed against 128: Shuttle (14,000 rows) with ``budget=500`` 6.3 against 1.4 s, with
 #: ``budget=2000`` 6.1 against 2.1 s; Waveform (7,000) 4.5 against 1.6 s and 7.3 against 5.2 s;
@@ -447,7 +448,7 @@ class ObscureEngine(BufferEngine):
         with ``cols`` the chunk itself followed by the distinct training examples stored in
         the buffer, one BLAS product per feature group (``F C (C + U)`` floats and the
         group's products beside them, ``U`` the distinct stored examples, kept under
-        ``cache_bytes``).  The steps then gather their
+        ``cache_bytes``; ``C`` at most :data:`BLOCKED_CHUNK`).  The steps then gather their
         kernel rows from that block as the precomputed path does, so the model is the same as
         one example at a time: only the kernel values come from BLAS products instead of a
         loop over the buffer per step, and an example stored several times is computed once.
