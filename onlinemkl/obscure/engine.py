@@ -33,24 +33,14 @@ from .._replay import DEFAULT_WINDOW, NO_MERGE, SEED_PARAMS, ReplayMemory, check
 MIN_CHUNK = 64
 
 #: Examples per chunk of an epoch on :meth:`ObscureEngine._fit_pass_sums`' path (fewer where
-#: ``cache_bytes`` asks).  A chunk computes its kernel values among themselves (``C^2``
-#: values) whatever few of its examples are updated, while the rows of the updated examples
-#: against the training set cost the same in any chunking; so small chunks win.  Measured
-#: (``fit``'s CPU time, one BLAS thread): 64 against the largest chunk ``cache_bytes`` allowed
-#: took river's Shuttle (14,000 rows) from 0.86 to 0.54 s, RandomRBF and Waveform (7,000) from
-#: 2.4 to 1.2 s and 3.1 to 2.0 s, and 26 classes (7,000) from 5.4 to 3.0 s, with the same
-#: accuracy; 16 and 32 take the same time as 64.
+#: ``cache_bytes`` asks).  A chunk computes its kernel values among themselves (``C^2``) however
+#: few of its examples are updated, while the updated examples' rows cost the same in any
+#: chunking, so small chunks are the fast ones (``docs/defaults.md`` has the measurements).
 SUMS_CHUNK = 64
 
-#: Examples per chunk of :meth:`ObscureEngine.fit_pass_blocked` (``fit`` past the kernel cache
-#: with a budget), at most; fewer where ``cache_bytes`` asks, never fewer than :data:`MIN_CHUNK`.
-#: A chunk's block holds its kernel values among themselves (``C^2``) beside those against the
-#: stored rows (``C U``), and the first part is the one a large chunk pays for.
-#: Measured (``fit``'s CPU time, one BLAS thread, same accuracy), the largest chunk the cache
-#: allowed against 128: Shuttle (14,000 rows) with ``budget=500`` 6.3 against 1.4 s, with
-#: ``budget=2000`` 6.1 against 2.1 s; Waveform (7,000) 4.5 against 1.6 s and 7.3 against 5.2 s;
-#: 26 classes (7,000), ``budget=500``, 9.3 against 4.5 s.  64 is faster with the smaller budget
-#: and slower with the larger one.
+#: The most examples per chunk of :meth:`ObscureEngine.fit_pass_blocked` (``fit`` with a budget
+#: past the kernel cache; fewer where ``cache_bytes`` asks, never fewer than :data:`MIN_CHUNK`):
+#: the same reason, with the block's values against the stored rows (``C U``) beside ``C^2``.
 BLOCKED_CHUNK = 128
 
 _ck = lazy_module("onlinemkl._core.kernels")
