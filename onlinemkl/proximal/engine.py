@@ -27,7 +27,7 @@ from ..engine import (BufferEngine, check_finite, collect_arrays, normalised, pl
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
 from ..kernels import Linear
 from .. import _replay
-from .._replay import NO_MERGE, ReplayMemory
+from .._replay import ReplayMemory
 
 _cf = lazy_module("onlinemkl.proximal._step")
 _cl = lazy_module("onlinemkl.proximal._losses")
@@ -245,8 +245,8 @@ class ProximalEngine(GroupNormEngine):
         # known, a state saved before the range was kept, which leaves its predictions unbounded).
         self.yrange = np.array([np.inf, -np.inf])
         self._scratch(max(n_outputs, 1))
-        # one new example as fobos_run's arguments: order [0], its label, its target, its row hint
-        self._one = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(2, dtype=np.int64))
+        # one new example as fobos_run's arguments: order [0], its label, its target
+        self._one = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1))
 
     def _scratch(self, C):
         P = self.theta_sq.shape[0]
@@ -373,17 +373,17 @@ class ProximalEngine(GroupNormEngine):
         buf, spec, xg, st, scratch = self._records or self._build_records()
         _cf.fobos_run(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction(True))
 
-    def _step(self, x, y_cls, y_val, merge=NO_MERGE):
-        """The compiled step: class index ``y_cls`` or standardised target ``y_val``; ``merge``:
-        the ``[slot, stamp]`` of the row already holding ``x``, or ``[-1, -1]``."""
+    def _step(self, x, y_cls, y_val):
+        """The compiled step on a new example: class index ``y_cls`` or standardised target ``y_val``
+        (no row hint: a new example is stored nowhere yet)."""
         n = self.istate[_cf.I_N]
         if n >= self.buf.S.shape[0]:  # the buffer is full: grow it (at the budget: no-op, the step evicts)
             self._ensure_rows(int(n) + 1)
         buf, spec, xg, st, scratch = self._records or self._build_records()
         one = self._one
-        one[1][0], one[2][0], one[3][:] = y_cls, y_val, merge
-        loss, yhat, updated, slot, _ = _cf.fobos_run(one[0], x[None, :], one[1:3], buf, spec, xg, st, scratch,
-                                                     one[3], self._eviction())
+        one[1][0], one[2][0] = y_cls, y_val
+        loss, yhat, updated, slot, _ = _cf.fobos_run(one[0], x[None, :], one[1:], buf, spec, xg, st, scratch,
+                                                     _NO_HINTS, self._eviction())
         return loss, yhat, updated, slot
 
     def _eviction(self, replay=False):
