@@ -10,9 +10,16 @@ function compiled in the process does), so the results are too.
 
 A part is listed by its compiled step module in ``COMPILE_PARTS``: ``{entry name: function}``,
 the function taking the entry point's arguments and returning ``[(dispatcher, argument types)]``
-in the order the helper should compile them (the parts this process reaches last go to the
-helper; the first-reached stay here).  A wrong type only costs the helper's time: this process
-then finds no cached code for its own signature and compiles the part itself.
+in the order the helper should compile them, or a :class:`Plan` that also names the parts this
+process compiles *before* the entry point.  Numba compiles a callee when the caller's typing
+reaches its call, so a plain list can only hand the helper what this process reaches last; the
+first-reached callee (the score pass, the largest subtree of every step) would stay here, with
+this process waiting for nothing.  A plan turns that round: the helper starts on the
+first-reached subtree while this process compiles the late parts ahead of time, and the entry
+point's typing then finds both done.  A helper part may also be another entry point's Python
+twin (:attr:`~onlinemkl._config.CompiledFunction.python_entry`: the prediction pass, compiled
+while this process compiles the learning step).  A wrong type only costs time: this process then
+finds no code for its own signature and compiles the part itself.
 
 Robustness: a helper that cannot start, fails, crashes, writes to another cache or takes longer
 than :data:`PART_TIMEOUT_S` for a part is given up on (and ended), and this process compiles what
@@ -32,6 +39,7 @@ import pickle
 import subprocess
 import sys
 import threading
+from typing import NamedTuple
 
 import numba
 
@@ -67,6 +75,22 @@ def cached(dispatcher, sig):
         return None
 
 
+class Plan(NamedTuple):
+    """A first compilation's split: ``helper``, the ``(dispatcher, argument types)`` a helper process
+    compiles, in order; ``here``, those this process compiles before the entry point."""
+
+    helper: list
+    here: list
+
+
+def _address(dispatcher) -> tuple:
+    """``(module, name, twin)``: where the helper finds ``dispatcher`` (``twin``: it is the Python
+    twin of the module's ``name``, :attr:`~onlinemkl._config.CompiledFunction.python_entry`)."""
+    f = dispatcher.py_func
+    twin = getattr(importlib.import_module(f.__module__), f.__name__, None) is not dispatcher
+    return f.__module__, f.__name__, twin
+
+
 class _Helper:
     """The helper process and a thread that reads which parts it has finished."""
 
@@ -74,7 +98,7 @@ class _Helper:
         self.done = [threading.Event() for _ in parts]
         self.exited = threading.Event()
         payload = pickle.dumps({"cache_dir": _config.CACHE_DIR,
-                                "parts": [(d.py_func.__module__, d.py_func.__name__, tuple(sig)) for d, sig in parts]})
+                                "parts": [_address(d) + (tuple(sig),) for d, sig in parts]})
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ, ONLINEMKL_SPLIT_COMPILE="0", ONLINEMKL_BACKGROUND_COMPILE="0",
                    NUMBA_CACHE_DIR=os.path.dirname(_config.CACHE_DIR),
@@ -145,12 +169,15 @@ def split(parts_of, args):
         yield
         return
     try:
-        parts = [(d, tuple(sig)) for d, sig in parts_of(*args)
-                 if tuple(sig) not in d.overloads and not cached(d, sig)]
+        plan = parts_of(*args)
+        if not isinstance(plan, Plan):
+            plan = Plan(list(plan), [])
+        parts, here = ([(d, tuple(sig)) for d, sig in listed if tuple(sig) not in d.overloads and not cached(d, sig)]
+                       for listed in plan)
         helper = _Helper(parts) if parts else None
     except Exception as exc:  # noqa: BLE001 -- the helper is an optimisation only
         log.debug("no compile helper: %r", exc)
-        parts, helper = [], None
+        parts, here, helper = [], [], None
     if helper is None:
         yield
         return
@@ -162,6 +189,11 @@ def split(parts_of, args):
     for disp, cache, waits in patched.values():
         disp._cache = _AwaitHelper(cache, helper, waits)
     try:
+        for disp, sig in here:  # while the helper compiles the first-reached parts
+            try:
+                disp.compile(sig)
+            except Exception as exc:  # noqa: BLE001 -- the entry point compiles what it needs itself
+                log.debug("could not compile %s ahead: %r", disp.py_func.__name__, exc)
         yield
     finally:
         for disp, cache, _ in patched.values():
@@ -175,9 +207,10 @@ def main():
     job = pickle.load(sys.stdin.buffer)
     if _config.CACHE_DIR != job["cache_dir"]:
         sys.exit(3)
-    for i, (module, name, sig) in enumerate(job["parts"]):
+    for i, (module, name, twin, sig) in enumerate(job["parts"]):
         try:
-            getattr(importlib.import_module(module), name).compile(sig)
+            dispatcher = getattr(importlib.import_module(module), name)
+            (dispatcher.python_entry if twin else dispatcher).compile(sig)
         except Exception as exc:  # noqa: BLE001 -- the parent compiles this part itself
             log.debug("the compile helper could not compile %s.%s: %r", module, name, exc)
         sys.stdout.write(f"done {i}\n")

@@ -620,29 +620,45 @@ def theta_sq_dense_from_buffer(buf, n, n_out, spec):
 
 
 def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, eviction):
-    """The callees of :func:`fobos_run` a helper process may compile while this one compiles the
-    rest (:mod:`onlinemkl._split`), with the types the step calls them with: those its type
-    inference reaches after the score pass, in that order (the eviction's only with a budget)."""
+    """How a first compilation of :func:`fobos_run` splits over two processes
+    (:class:`onlinemkl._split.Plan`), with the types the step calls each part with.
+
+    The helper takes the score pass (:func:`~onlinemkl._core.scores.dense_kernel_scores`, the
+    first callee the step's typing reaches and its largest subtree), then the eviction's kernel
+    passes with a budget, then the prediction pass :func:`fobos_scores` (the Python twin that
+    ``predict_one`` calls next).  This process compiles the rest of the step's callees meanwhile,
+    and its typing of the step then finds them all done.  Measured cold on two cores
+    (``benchmarks/compile_profile.py proximal --split``): the two shares are within about a
+    second of each other, with or without a budget."""
     from numba import typeof, types  # the types of the records, as the step builds them
 
+    from .._split import Plan
+
+    plain_buf, plain_spec, plain_xg, plain_scratch = buf, spec, xg, scratch
     buf, spec, st, scratch = ProxRows(*buf), KernelSpec(*spec), GroupState(*st), ProxScratch(*scratch)
     f1, i, f = types.float64[::1], types.int64, types.float64
     query = types.NamedUniTuple(f1, 3, Query)
     y_cls, y_val = labels
     rows, params, state = typeof(buf), typeof(spec.params), typeof(st)
     theta_sq, sigma, g = typeof(st.theta_sq), typeof(st.sigma), typeof(scratch.g)
-    parts = [(loss_and_derivative, (i, typeof(scratch.scores), i, typeof(y_cls).dtype, typeof(y_val).dtype, f,
-                                    typeof(scratch.dl)))]
+    x = typeof(X[0])
+    kernel_rows = typeof(Rows(buf.S, buf.ssq, buf.sdiag))
+    helper = [(dense_kernel_scores, (query, kernel_rows, i, typeof(spec), typeof(buf.coef), typeof(buf.beta), i, g))]
+    here = [
+        (prepare_query, (x, typeof(spec), f1, f1)),
+        (loss_and_derivative, (i, typeof(scratch.scores), i, typeof(y_cls).dtype, typeof(y_val).dtype, f,
+                               typeof(scratch.dl))),
+        (group_diagonals, (x, f1, params, typeof(plain_xg[2]), typeof(plain_xg[3]), f1)),
+        (step_shares, (i, theta_sq, sigma, f1, f1)),
+    ]
     if eviction is not None:
-        passes = typeof(EvictionPasses(*(np.empty((1,) * k) for k in (2, 2, 1, 2, 2))))
-        parts += [
+        helper.append((evict_projected, (i, query, i, rows, typeof(spec), state, i, g)))
+        here += [
             (choose_dense_evictee, (i, i, typeof(buf.tstamp), typeof(buf.coef), typeof(buf.beta), i,
                                     typeof(buf.sdiag), params, sigma)),
             (update_impact, (f1, f1, f1, params)),
-            (project_update, (query, f1, f1, i, rows, typeof(spec), state, i)),
-            (evict_and_merge, (i, i, passes, rows, params, state, i, g)),
         ]
-    parts += [
+    here += [
         (implicit_insert, (i, query, f1, f1, i, rows, params, state, g, types.boolean)),
         (prox_factors, (i, theta_sq, sigma, f, f, typeof(st.prox_weights), f, typeof(scratch.b), typeof(scratch.b_new),
                         f1)),
@@ -650,7 +666,12 @@ def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, evictio
                                   typeof(buf.avg_base), typeof(st.sigma_cum))),
         (apply_explicit_factor, (i, f, f1, theta_sq, sigma)),
     ]
-    return parts
+    if eviction is not None:  # last: it calls the kernel pass, which the helper has cached by then
+        here.append((project_update, (query, f1, f1, i, rows, typeof(spec), state, i)))
+    predict = getattr(fobos_scores, "python_entry", fobos_scores)  # the twin (or itself, callees wrapped)
+    helper.append((predict, (x, typeof(plain_buf), typeof(plain_spec), typeof(plain_xg), sigma, i, i,
+                             typeof(plain_scratch))))
+    return Plan(helper, here)
 
 
 #: The parts of entry points a helper process may compile (:mod:`onlinemkl._split`).

@@ -96,3 +96,28 @@ def test_group_gamma_auto_is_appendix_e_radius():
     assert eng.hyper[_cf.H_GAMMA] == pytest.approx(math.sqrt(2 * 1.0 / 0.1))  # hinge: L(0) = 1
     eng = C(kernels=KERNELS, loss="logistic", lam=0.1)._new_engine(np.arange(4))
     assert eng.hyper[_cf.H_GAMMA] == pytest.approx(math.sqrt(2 * math.log(4) / 0.1))
+
+
+@pytest.mark.parametrize("budget", [None, 5])
+def test_the_compile_plan_names_the_types_the_step_calls_its_parts_with(monkeypatch, budget):
+    """A first compilation hands parts of ``fobos_run``'s call tree to a helper process and compiles
+    others ahead of it (:mod:`onlinemkl._split`).  A part is found only under the exact types the
+    step (or, for the prediction pass, ``predict_one``) calls it with; under any other it is compiled
+    once more and the split saves nothing.  So after a learner's steps and a prediction, every part
+    the plan lists must be among its dispatcher's compiled signatures."""
+    from onlinemkl._split import Plan
+    from onlinemkl.proximal import engine as ep
+    from onlinemkl.river import ProximalMKLClassifier as RiverClassifier
+
+    calls, step = [], ep._cf.fobos_run
+    monkeypatch.setattr(ep._cf, "fobos_run", lambda *args: calls.append(args) or step(*args))
+    model = RiverClassifier(kernels=KERNELS, budget=budget)
+    rng = np.random.default_rng(0)
+    for i in range(8):
+        model.learn_one({"a": rng.normal(), "b": rng.normal()}, i % 3)
+    model.predict_one({"a": 0.5, "b": -0.5})
+    plan = _cf.fobos_run_parts(*calls[0])
+    assert isinstance(plan, Plan) and plan.helper and plan.here
+    assert (budget is not None) == any(d is _cf.evict_projected for d, _ in plan.helper)
+    missing = [(d.py_func.__name__, sig) for d, sig in plan.helper + plan.here if tuple(sig) not in d.overloads]
+    assert missing == []
