@@ -667,43 +667,29 @@ def sequence_learn(xs, ys, buf, spec, chain, chain_avg, st, b, b_new, hints):
 
 
 def sequence_learn_parts(xs, ys, buf, spec, chain, chain_avg, st, b, b_new, hints):
-    """How a first compilation of :func:`sequence_learn` splits over two processes
-    (:class:`onlinemkl._split.Plan`), with the types the step calls each part with.
-
-    The helper takes the word's scores (:func:`model_scores`, the first callee the step's typing
-    reaches and its largest subtree), then the prediction pass :func:`sequence_predict` (the
-    Python twin that ``predict`` calls); this process compiles the rest of the step's callees
-    meanwhile, and its typing of the step then finds them all done."""
+    """The callees of :func:`sequence_learn` a helper process may compile while this one compiles
+    the rest (:mod:`onlinemkl._split`), with the types the step calls them with: those its type
+    inference reaches after the word's matrix-product scores, in that order."""
     from numba import typeof, types  # the types of the records, as the step builds them
 
-    from .._split import Plan
-
-    plain_buf, plain_spec, plain_chain = buf, spec, chain
     buf, spec, st = PositionRows(*buf), KernelSpec(*spec), GroupState(*st)
-    chain = ChainScores(*chain)
     f1, f2, i, f = types.float64[::1], types.float64[:, ::1], types.int64, types.float64
     query = types.NamedUniTuple(f1, 3, Query)
     rows, params, state = typeof(buf), typeof(spec.params), typeof(st)
     B, sdiag, theta_sq, sigma, path = typeof(buf.B), typeof(buf.sdiag), typeof(st.theta_sq), typeof(st.sigma), typeof(ys)
-    T, S0 = typeof(chain.T), typeof(chain.S0)
-    predict = getattr(sequence_predict, "python_entry", sequence_predict)  # the twin (or itself, callees wrapped)
-    helper = [
-        (model_scores, (typeof(xs), rows, i, typeof(spec), sigma, T, S0, typeof(chain.S1), i)),
-        (predict, (typeof(xs), typeof(plain_buf), i, typeof(plain_spec), sigma, typeof(plain_chain), i,
-                   types.int64[::1])),
-    ]
-    here = [
+    return [
+        (chain_scores, (f2, f1, f1, f, i, f2, f1, f1)),
         (viterbi, (f2, f2, f1, f1, types.int64[::1])),
         (sequence_score, (f2, f2, f1, f1, path)),
         (viterbi_loss_augmented, (f2, f2, f1, f1, path, f, types.int64[::1])),
         (forward_backward, (f2, f2, f1, f1, f2, f2)),
         (choose_position_evictee, (i, i, rows, i, params, sigma)),
+        (position_scores, (query, typeof(Rows(buf.S, buf.ssq, buf.sdiag)), i, B, typeof(spec), i, f2)),
         (evict_position_norms, (i, f2, theta_sq, B, i, sdiag, params)),
         (store_position, (i, query, f1, f, i, rows, params, state, f2, types.boolean)),
         (prox_factors, (i, theta_sq, sigma, f, f, typeof(st.prox_weights), f, typeof(b), typeof(b_new), f1)),
         (apply_position_factors, (i, i, f1, rows, theta_sq, sigma, typeof(st.sigma_cum))),
     ]
-    return Plan(helper, here)
 
 
 #: The parts of entry points a helper process may compile (:mod:`onlinemkl._split`).

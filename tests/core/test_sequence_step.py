@@ -232,22 +232,3 @@ def test_eta0_auto_is_the_default_and_steps_further_with_the_crf_loss():
         assert engine_of(model).hyper[_cs.H_ETA0] == want, (loss, eta0)
     assert CRF_ETA0 == 10.0
 
-
-def test_the_compile_plan_names_the_types_the_step_calls_its_parts_with(monkeypatch):
-    """As the proximal step's test: every part of ``sequence_learn``'s compile plan
-    (:mod:`onlinemkl._split`) must be compiled under the types listed, once a labeller has learnt
-    and predicted (the prediction pass is one of the parts)."""
-    from onlinemkl._split import Plan
-    from onlinemkl.sequence import engine as es
-
-    calls, learn = [], es._cs.sequence_learn
-    monkeypatch.setattr(es._cs, "sequence_learn", lambda *args: calls.append(args) or learn(*args))
-    X, Ys = _small_problem(5, n_seq=4)
-    model = SequenceMKLLabeler(kernels=(RBF(gamma=0.3), Linear()))
-    for xs, ys in zip(X, Ys):
-        model.learn_one(xs, ys)
-    model.predict_one(X[0])
-    plan = _cs.sequence_learn_parts(*calls[0])
-    assert isinstance(plan, Plan) and plan.helper and plan.here
-    missing = [(d.py_func.__name__, sig) for d, sig in plan.helper + plan.here if tuple(sig) not in d.overloads]
-    assert missing == []
