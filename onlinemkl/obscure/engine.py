@@ -730,7 +730,8 @@ def _check_replay(name, value):
 PARAMS = Table(
     Param("kernels", KERNELS_RULE, None,
           "The kernels to combine; None uses :func:`onlinemkl.kernels.default_kernels` (three RBF\n"
-          "bandwidths, linear and quadratic; meant for standardised inputs).  On the river face, kernel\n"
+          "bandwidths, linear and quadratic; meant for standardised inputs), and on the scikit-learn face\n"
+          ":func:`onlinemkl.kernels.default_fit_kernels` (one more RBF bandwidth).  On the river face, kernel\n"
           "groups are tuples of feature *names*; a feature that first appears mid-stream joins the kernels\n"
           "on all features (``group=None``) and any group that names it; relative bandwidths\n"
           "(``gamma=None``, ``h=None``) are resolved when a kernel's group first has features."),

@@ -16,7 +16,7 @@ from sklearn.base import ClassifierMixin
 from .._params import face
 from .._replay import check_replay, many_class_steps, replay_seed
 from .engine import MIN_CHUNK, PARAMS, ObscureEngine, hinge_losses, resolve_params
-from ..kernels import kernels_in_use
+from ..kernels import default_fit_kernels, kernels_in_use
 from ..sklearn import EngineClassifier, check_labels
 
 __all__ = ["OBSCUREClassifier"]
@@ -92,7 +92,7 @@ class OBSCUREClassifier(ClassifierMixin, EngineClassifier):
     def _checked_params(self):
         """The validated parameters (the table's rules), ``kernels`` and ``p`` resolved."""
         v = PARAMS.validated(self, "sklearn")
-        v["kernels"], v["p"] = resolve_params(kernels_in_use(self), v["p"])
+        v["kernels"], v["p"] = resolve_params(kernels_in_use(self, default_fit_kernels), v["p"])
         return v
 
     def _new_engine(self, classes, lam=None):

@@ -12,6 +12,7 @@ import pytest
 
 import onlinemkl.proximal._setup as engines_proximal
 import onlinemkl.kernels as kernels_module
+import onlinemkl.obscure.sklearn as sk_obscure_module
 from onlinemkl import OBSCUREClassifier as SkOBSCURE
 from onlinemkl import ProximalMKLClassifier as SkProxClf
 from onlinemkl import ProximalMKLRegressor as SkProxReg
@@ -121,7 +122,7 @@ CASES = {
     "river-obscure": (river_obscure, river_predictions, (kernels_module, "default_kernels")),
     "river-proximal-clf": (river_proximal_clf, river_predictions, (kernels_module, "default_kernels")),
     "river-proximal-reg": (river_proximal_reg, river_predictions, (ProximalMKLRegressor, "_default_kernels")),
-    "sk-obscure": (sk_obscure, sk_predictions, (kernels_module, "default_kernels")),
+    "sk-obscure": (sk_obscure, sk_predictions, (sk_obscure_module, "default_fit_kernels")),
     "sk-proximal-clf": (sk_proximal_clf, sk_predictions, (kernels_module, "default_kernels")),
     "sk-proximal-reg": (sk_proximal_reg, sk_predictions, (engines_proximal, "default_regression_kernels")),
     "sequence": (sequence_labeler, sequence_predictions, (kernels_module, "default_kernels")),

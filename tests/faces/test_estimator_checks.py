@@ -18,7 +18,7 @@ from _river_checks import river_check_test
 EXPECTED_FAILED_CHECKS: dict = {}
 
 SKLEARN_FACES = [
-    onlinemkl.OBSCUREClassifier(random_state=0, stage1_epochs=2, stage2_epochs=1),
+    onlinemkl.OBSCUREClassifier(random_state=0, stage1_epochs=3, stage2_epochs=1),
     onlinemkl.OBSCUREClassifier(random_state=0, stage1_epochs=2, stage2_epochs=1, budget=20,
                                 eviction="least_impact", p=1.1),
     onlinemkl.ProximalMKLClassifier(random_state=0, budget=30),
