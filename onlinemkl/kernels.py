@@ -258,8 +258,8 @@ def default_fit_kernels() -> tuple[Kernel, ...]:
     :func:`default_kernels` with one more Gaussian, at ``gamma = 3/d``, between the ``1/d`` and
     ``10/d`` ones.  ``fit``'s epochs over a fixed set make use of the finer bandwidth where one
     pass over a stream does not: on sets of many classes with a few clusters each it lifts
-    ``fit``'s held-out accuracy above an RBF ``SVC``'s, and no set measured falls below it
-    (``docs/defaults.md``).  Meant for standardised inputs.
+    ``fit``'s held-out accuracy to an RBF ``SVC``'s or above (``docs/defaults.md``).  Meant for
+    standardised inputs.
 
     Examples
     --------
