@@ -10,6 +10,7 @@ from sklearn.preprocessing import StandardScaler
 from onlinemkl import OBSCUREClassifier, ProximalMKLClassifier
 from onlinemkl.river import OBSCUREClassifier as RiverOBSCURE
 from onlinemkl.river import ProximalMKLClassifier as RiverProximal
+from onlinemkl.kernels import default_kernels
 
 COLS = ["a", "b", "c", "d"]
 
@@ -29,7 +30,8 @@ def _dicts(X):
 def test_binary_obscure_gives_the_river_probabilities_on_the_same_stream(iris):
     X, y = iris
     yb = y == 2
-    sk = OBSCUREClassifier(loss="hinge", budget=40, random_state=3)
+    # the river face's default kernels on both (the scikit-learn face's default adds one for fit)
+    sk = OBSCUREClassifier(kernels=default_kernels(), loss="hinge", budget=40, random_state=3)
     rv = RiverOBSCURE(loss="hinge", budget=40, seed=3)
     for i, x in enumerate(_dicts(X[:120])):
         sk.partial_fit(X[i:i + 1], yb[i:i + 1], classes=[False, True])
