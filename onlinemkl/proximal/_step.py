@@ -636,6 +636,7 @@ def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, evictio
 
     plain_buf, plain_spec, plain_xg, plain_scratch = buf, spec, xg, scratch
     buf, spec, st, scratch = ProxRows(*buf), KernelSpec(*spec), GroupState(*st), ProxScratch(*scratch)
+    explicit = ExplicitGroups(*xg)
     f1, i, f = types.float64[::1], types.int64, types.float64
     query = types.NamedUniTuple(f1, 3, Query)
     y_cls, y_val = labels
@@ -648,7 +649,7 @@ def fobos_run_parts(order, X, labels, buf, spec, xg, st, scratch, merge, evictio
         (prepare_query, (x, typeof(spec), f1, f1)),
         (loss_and_derivative, (i, typeof(scratch.scores), i, typeof(y_cls).dtype, typeof(y_val).dtype, f,
                                typeof(scratch.dl))),
-        (group_diagonals, (x, f1, params, typeof(plain_xg[2]), typeof(plain_xg[3]), f1)),
+        (group_diagonals, (x, f1, params, typeof(explicit.granges), typeof(explicit.gptr), f1)),
         (step_shares, (i, theta_sq, sigma, f1, f1)),
     ]
     if eviction is not None:
