@@ -170,44 +170,19 @@ class FeatureMap:
             "whose feature names never stop changing (ids, words)")
 
     @staticmethod
-    def _items(x: dict) -> tuple:
-        """``([(name, float)], large)`` of a dict example, every value checked (real, finite,
-        ``|v| <= 1e50``); ``large``: some value's magnitude is above ``LARGE_VALUE`` (the input
-        scaling's trigger, :mod:`onlinemkl._scaling`).
-
-        Plain ``float``/``int`` values take a fast path: this runs on every
-        example of a stream, where the generic ``numbers.Real`` check costs more
-        than a small model's whole compiled step.  A value within ``LARGE_VALUE`` passes one
-        comparison, the one the range check alone would take.
-        """
-        out = []
-        lim = MAX_ABS_VALUE
-        small = LARGE_VALUE
-        large = False
-        for k, v in x.items():
-            t = type(v)
-            if t is float:
-                if not -small <= v <= small:
-                    if not -lim <= v <= lim:  # NaN, inf or too large: raises, naming the feature
-                        check_feature_value(k, v)
-                    large = True
-            elif t is int:
-                if not -small <= v <= small:
-                    if not -lim <= v <= lim:
-                        check_feature_value(k, v)
-                    large = True
-                v = float(v)
-            else:
-                v = check_feature_value(k, v)
-                if not -small <= v <= small:
-                    large = True
-            out.append((k, v))
-        return out, large
+    def _checked(k, v) -> float:
+        """Value ``v`` of feature ``k`` off the per-value fast path (:meth:`encode_large`): checked (real,
+        finite, ``|v| <= 1e50``; the error names the feature) and as a float."""
+        if type(v) is float or type(v) is int:
+            if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:  # NaN, inf or too large: raises
+                check_feature_value(k, v)
+            return float(v)
+        return check_feature_value(k, v)
 
     @classmethod
     def values(cls, x: dict) -> dict:
         """``{name: float}`` of a dict example, every value checked (finite, real)."""
-        return dict(cls._items(x)[0])
+        return {k: cls._checked(k, v) for k, v in x.items()}
 
     def encode(self, x: dict, grow: bool = False) -> np.ndarray:
         """The float64 row of dict example ``x`` ('arrival' maps: the adapters' per-example path);
@@ -216,23 +191,35 @@ class FeatureMap:
 
     def encode_large(self, x: dict, grow: bool = False) -> tuple:
         """``(row, large)``: :meth:`encode`'s row, and whether a value's magnitude is above
-        ``LARGE_VALUE`` (what the input scaling needs to know, found by the value checks)."""
+        ``LARGE_VALUE`` (what the input scaling needs to know, found by the value checks).
+
+        Every value is checked: real, finite, ``|v| <= 1e50`` (the error names the feature).  Plain
+        ``float``/``int`` values within ``LARGE_VALUE`` pass one comparison: this runs on every
+        example of a stream, where the generic ``numbers.Real`` check would cost more than a small
+        model's whole compiled step.  The known names' columns are written as they come, into a new
+        row (an error discards it); the new names get columns once every value has passed.
+        """
         if grow and self.ordered != "arrival":
             raise ValueError("a sorted feature map grows through add(), which reports the moved columns")
-        if self.hashing is not None:
-            width = self.hashing
-            out = np.zeros(width)
-            items, large = self._items(x)
-            for k, v in items:
-                out[hashed_column(k, width)] += v  # colliding names add up (as scikit-learn's FeatureHasher)
-            return out, large
-        # Every value checked first (as values()); the known names' columns written as they come,
-        # the new names' once every value has passed.
+        width = self.hashing
         cols = self.columns
-        out = np.zeros(len(self.names))
+        out = np.zeros(len(self.names) if width is None else width)
+        small = LARGE_VALUE
+        large = False
         new = None
-        items, large = self._items(x)
-        for k, v in items:
+        for k, v in x.items():
+            t = type(v)
+            if t is float and -small <= v <= small:
+                pass
+            elif t is int and -small <= v <= small:
+                v = float(v)
+            else:
+                v = self._checked(k, v)
+                if not -small <= v <= small:
+                    large = True
+            if width is not None:
+                out[hashed_column(k, width)] += v  # colliding names add up (as scikit-learn's FeatureHasher)
+                continue
             c = cols.get(k)
             if c is not None:
                 out[c] = v

@@ -557,13 +557,13 @@ def normalise_block(params, sdiag, xdiag, i0, m, out):
 
 
 @njit
-def block_work(n_groups):
-    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`): the float arrays are
-    row ranges of one allocation (a view costs two reference counts, an allocation a ``malloc``
-    and a ``free``: on a small buffer a pass's fixed cost)."""
+def block_work(n_groups, width=ROW_BLOCK):
+    """Scratch of one blocked pass (:class:`~onlinemkl._core.state.Work`) for blocks of at most
+    ``width`` rows: the float arrays are row ranges of one allocation (a view costs two reference
+    counts, an allocation a ``malloc`` and a ``free``: on a small buffer a pass's fixed cost)."""
     G = n_groups
-    f = np.empty((3 * G + 1, ROW_BLOCK))
-    return Work(f[:G], f[G:2 * G], f[2 * G:3 * G], f[3 * G], np.empty(ROW_BLOCK, dtype=np.int64))
+    f = np.empty((3 * G + 1, width))
+    return Work(f[:G], f[G:2 * G], f[2 * G:3 * G], f[3 * G], np.empty(width, dtype=np.int64))
 
 
 @njit

@@ -296,10 +296,17 @@ def dense_kernel_scores(q, rows, n, spec, coef, beta, n_out, g):
     for k in range(F):
         for c in range(n_out):
             g[k, c] = 0.0
-    work = block_work(spec.gptr.shape[0] - 1)
-    kv = np.empty((F, ROW_BLOCK))
-    bt = np.empty((n_out, ROW_BLOCK))
+    if n <= 0:
+        return
+    width = min(n, ROW_BLOCK)  # scratch for the rows there are: a small buffer's pass allocates little
+    work = block_work(spec.gptr.shape[0] - 1, width)
+    kv = np.empty((F, width))
+    bt = np.empty((n_out, width))
+    codes, params, kgroup, sdiag, xdiag = spec.codes, spec.params, spec.kgroup, rows.sdiag, q.xdiag
     for i0 in range(0, n, ROW_BLOCK):
         m = min(ROW_BLOCK, n - i0)
-        kernel_row_block(q, rows, i0, m, spec, work, kv)
+        # kernel_row_block's three steps called from here, as in kernel_scores
+        block_quantities(q, rows, i0, m, spec, work)
+        block_values(codes, params, kgroup, -1, work, m, kv)
+        normalise_block(params, sdiag, xdiag, i0, m, kv)
         accumulate_per_kernel(kv, m, coef, i0, beta, n_out, bt, g)

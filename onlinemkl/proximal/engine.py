@@ -190,6 +190,11 @@ class GroupNormEngine(BufferEngine):
                             "buf.S", "buf.ssq", "buf.sdiag", "buf.coef", "ck.params") + tuple(names), need)
 
 
+def _target_std(n: float, m2: float) -> float:
+    """The regression targets' standard deviation from Welford's count and ``M2`` (1 until two differ)."""
+    return math.sqrt(m2 / n) if n > 1 and m2 > 0 else 1.0
+
+
 class ProximalEngine(GroupNormEngine):
     """State and per-example steps of online proximal MKL (internal; use the estimators).
 
@@ -332,8 +337,8 @@ class ProximalEngine(GroupNormEngine):
         out = self.learn(x, label)
         mem = self.replay
         slot = out[3]
-        stamp = self.buf.tstamp[slot] if slot >= 0 else -1
         if mem.steps > 0 and mem.size and out[0] > 0.0 and self.replays_now():
+            stamp = self.buf.tstamp[slot] if slot >= 0 else -1
             self.replay_steps(mem.steps)
             if slot >= 0 and self.buf.tstamp[slot] != stamp:  # a replayed step evicted x's row
                 slot = -1
@@ -397,8 +402,7 @@ class ProximalEngine(GroupNormEngine):
     def target_scale(self):
         """``(mean, std)`` of the regression targets seen so far (std 1 until two differ)."""
         n, mean, m2 = self.ystats.tolist()  # Python floats: this runs twice per example
-        std = math.sqrt(m2 / n) if n > 1 and m2 > 0 else 1.0
-        return mean, std
+        return mean, _target_std(n, m2)
 
     def learn_regression(self, x, y):
         """Learn ``y`` standardised by the running target mean/std (an online intercept and scale).
@@ -418,18 +422,23 @@ class ProximalEngine(GroupNormEngine):
         m2 += delta * (y - mean)
         st = self.ystats
         st[0], st[1], st[2] = n, mean, m2
-        mean, std = self.target_scale()
-        return self._step(x, 0, (y - mean) / std)
+        return self._step(x, 0, (y - mean) / _target_std(n, m2))
 
     def scores_one(self, x, average=None):
         """Scores of one example through the compiled pass (last or averaged model; default: ``average``)."""
-        average = self.average if average is None else average
-        n_out = max(self.n_outputs, 1)
-        n = self.n_support
+        n_out = max(int(self.ihyper[_cf.IH_NOUT]), 1)
+        self._score_pass(x, self.average if average is None else average, n_out)
+        return self.scores[:n_out].copy()
+
+    def _score_pass(self, x, average, n_out):
+        """The compiled pass of :meth:`scores_one`: the ``n_out`` scores of ``x`` left in ``self.scores``
+        (the regression prediction reads its one score there, without a copy)."""
+        n = int(self.istate[_cf.I_N])
         if n == 0 and not self.explicit_groups:
             # no stored example and no explicit weights: every score is 0 exactly, answered
             # without the compiled pass (a new process's first prediction never waits for it)
-            return np.zeros(n_out)
+            self.scores[:n_out] = 0.0
+            return
         buf, spec, xg, _, scratch = self._records or self._build_records()
         sigma = self.sigma
         if average:
@@ -441,7 +450,6 @@ class ProximalEngine(GroupNormEngine):
                             _cf.ExplicitGroups(self.W_avg / T, self.W_avg, self.xk.granges, self.xk.gptr))
             sigma = np.ones_like(self.sigma)
         _cf.fobos_scores(x, buf, spec, xg, sigma, n, n_out, scratch)
-        return self.scores[:n_out].copy()
 
     def _explicit_matrix(self, average):
         T = max(int(self.istate[_cf.I_T]), 1)
@@ -512,7 +520,8 @@ class ProximalEngine(GroupNormEngine):
         """Regression: the prediction of one row in the target's units (the compiled pass), kept within
         :meth:`target_bounds`."""
         mean, std = self.target_scale()
-        p = mean + std * float(self.scores_one(x)[0])
+        self._score_pass(x, self.average, 1)
+        p = mean + std * self.scores[0].item()
         lo, hi = self.target_bounds()
         return max(lo, min(p, hi))
 
