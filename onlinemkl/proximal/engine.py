@@ -22,6 +22,7 @@ import numpy as np
 
 from .._buffer import EVICTION, SupportBuffer
 from .._lazy import lazy_module
+from .._core.record import state_record
 from ..engine import (BufferEngine, check_finite, collect_arrays, normalised, plain, restore_arrays, split_hyper,
                       state_rule)
 from ..kernel_arrays import CompiledKernels, WeightedKernelSum, block_kernels, resolve_group_columns
@@ -271,6 +272,21 @@ class ProximalEngine(GroupNormEngine):
                               self._group_state(), _cf.ProxScratch(self.g, self.scores, self.dl, self.b, self.b_new))
         return self._records
 
+    #: The records as one compiled object (:mod:`onlinemkl._core.record`), what the per-example
+    #: calls pass; None: build it again (with the records, see :meth:`_forget_records`).
+    _state = None
+
+    def _forget_records(self) -> None:
+        super()._forget_records()
+        self._state = None
+
+    def _state_record(self):
+        """The :class:`~onlinemkl._core.record.StateRecord` of the records, kept as they are."""
+        state = self._state
+        if state is None:
+            state = self._state = state_record(self._records or self._build_records(), _cf.new_state_record)
+        return state
+
     @property
     def n_outputs(self):
         return int(self.ihyper[_cf.IH_NOUT])
@@ -375,8 +391,7 @@ class ProximalEngine(GroupNormEngine):
         else:
             y_cls, y_val = labels[order], np.zeros(steps)
         self._ensure_rows(self.n_support + steps)
-        buf, spec, xg, st, scratch = self._records or self._build_records()
-        _cf.fobos_run(order, rows, (y_cls, y_val), buf, spec, xg, st, scratch, where, self._eviction(True))
+        _cf.fobos_run(order, rows, (y_cls, y_val), self._state or self._state_record(), where, self._eviction(True))
 
     def _step(self, x, y_cls, y_val):
         """The compiled step on a new example: class index ``y_cls`` or standardised target ``y_val``
@@ -384,11 +399,10 @@ class ProximalEngine(GroupNormEngine):
         n = self.istate[_cf.I_N]
         if n >= self.buf.S.shape[0]:  # the buffer is full: grow it (at the budget: no-op, the step evicts)
             self._ensure_rows(int(n) + 1)
-        buf, spec, xg, st, scratch = self._records or self._build_records()
+        state = self._state or self._state_record()
         one = self._one
         one[1][0], one[2][0] = y_cls, y_val
-        loss, yhat, updated, slot, _ = _cf.fobos_run(one[0], x[None, :], one[1:], buf, spec, xg, st, scratch,
-                                                     _NO_HINTS, self._eviction())
+        loss, yhat, updated, slot, _ = _cf.fobos_run(one[0], x[None, :], one[1:], state, _NO_HINTS, self._eviction())
         return loss, yhat, updated, slot
 
     def _eviction(self, replay=False):
@@ -439,17 +453,15 @@ class ProximalEngine(GroupNormEngine):
             # without the compiled pass (a new process's first prediction never waits for it)
             self.scores[:n_out] = 0.0
             return
-        buf, spec, xg, _, scratch = self._records or self._build_records()
-        sigma = self.sigma
+        state = self._state or self._state_record()
         if average:
             # the averaged model's coefficients (O(n F)), then the same single pass with unit scales
             T = max(int(self.istate[_cf.I_T]), 1)
             coef = np.zeros((max(n, 1), self.n_kernels))
             _cf.averaged_coefficients(n, self.buf.coef, self.avg_acc, self.avg_base, self.sigma_cum, T, coef)
-            buf, xg = plain(self._prox_rows(coef),
-                            _cf.ExplicitGroups(self.W_avg / T, self.W_avg, self.xk.granges, self.xk.gptr))
-            sigma = np.ones_like(self.sigma)
-        _cf.fobos_scores(x, buf, spec, xg, sigma, n, n_out, scratch)
+            _cf.fobos_scores(x, state, coef, self.W_avg / T, np.ones_like(self.sigma), n, n_out)
+        else:
+            _cf.fobos_scores(x, state, self.buf.coef, self.W, self.sigma, n, n_out)
 
     def _explicit_matrix(self, average):
         T = max(int(self.istate[_cf.I_T]), 1)

@@ -202,7 +202,6 @@ def test_a_model_that_has_learnt_nothing_answers_without_compiled_code(monkeypat
         got = engine_of(fresh).scores_one(row)
         assert fresh.predict_one(x) == 0.0
     engine = engine_of(fresh)
-    buf, spec, xg, _, scratch = engine._build_records()
-    ep._cf.fobos_scores(row, buf, spec, xg, engine.sigma, 0, 1, scratch)  # what the compiled pass answers
+    ep._cf.fobos_scores(row, engine._state_record(), engine.buf.coef, engine.W, engine.sigma, 0, 1)  # the compiled pass
     assert got.shape == (1,) and got.tobytes() == engine.scores[:1].tobytes()
     assert model.predict_one(x) != 0.0  # a model that has learnt goes through the compiled pass

@@ -39,10 +39,15 @@ C, R = ProximalMKLClassifier, ProximalMKLRegressor
 
 
 def _records_are_current(eng):
-    """The cached records (what the compiled step receives) hold the engine's current arrays."""
-    cached = eng._records
+    """The cached records and the state record built from them (what the compiled step receives,
+    :mod:`onlinemkl._core.record`) hold the engine's current arrays."""
+    cached, state = eng._records, eng._state
     fresh = eng._build_records()
-    return cached is None or all(a is b for rc, rf in zip(cached, fresh) for a, b in zip(rc, rf))
+
+    def same(records):
+        return all(a is b for rc, rf in zip(records, fresh) for a, b in zip(rc, rf))
+
+    return (cached is None or same(cached)) and (state is None or same(state.records))
 
 
 def test_cached_records_follow_every_reallocation():
@@ -149,9 +154,8 @@ def test_a_competing_update_that_is_the_least_is_projected_onto_a_row(n_classes,
     for i in range(400):
         compete = i % 2 == 1
         eng._ensure_rows(eng.n_support + 1)
-        buf, spec, xg, st, scratch = eng._records or eng._build_records()
         _, _, updated, slot, _ = _cf.fobos_run(np.zeros(1, dtype=np.int64), X[i][None, :],
-                                               (np.array([int(y[i])]), np.zeros(1)), buf, spec, xg, st, scratch,
+                                               (np.array([int(y[i])]), np.zeros(1)), eng._state_record(),
                                                np.full(2, -1, dtype=np.int64), eng._eviction(replay=compete))
         n_projected += updated and slot < 0
         assert ref.learn(X[i], int(y[i]), 0.0, compete=compete)[1] == updated, f"step {i}"

@@ -634,10 +634,9 @@ def _stream_learn_one_call_per_step(engine, x, label):
                 engine._step(row, 0, (y - mean) / std)
                 continue
             engine._ensure_rows(engine.n_support + 1)
-            buf, spec, xg, st, scratch = engine._records or engine._build_records()
             hint = mem.where[j].copy()
             _, _, updated, slot, _ = _cf.fobos_run(np.zeros(1, dtype=np.int64), row[None, :],
-                                                   (np.array([int(y)]), np.zeros(1)), buf, spec, xg, st, scratch,
+                                                   (np.array([int(y)]), np.zeros(1)), engine._state_record(),
                                                    hint, engine._eviction(replay=True))  # the replayed step's rule
             if updated and slot >= 0:  # (-1: the update was projected onto a stored row)
                 mem.where[j] = (slot, engine.buf.tstamp[slot])
