@@ -68,6 +68,28 @@ def test_cached_records_follow_every_reallocation():
     assert _records_are_current(engine_of(other))
 
 
+def test_a_replaced_buffer_is_released_with_its_state_record():
+    """The state record the per-example calls pass (:mod:`onlinemkl._core.record`) holds the engine's
+    arrays: once the buffer grows, the record built on the old arrays must go with them, or an
+    endless stream would keep every buffer it outgrew."""
+    import gc
+    import weakref
+
+    model = RiverRegressor()
+    model.learn_one({"a": 0.0, "b": 1.0}, 0.0)
+    model.predict_one({"a": 0.0, "b": 1.0})  # both compiled calls have taken the record
+    eng = engine_of(model)
+    assert eng._state is not None
+    old, cap = weakref.ref(eng.buf.S), eng.buf.capacity
+    i = 1
+    while eng.buf.capacity == cap:
+        model.learn_one({"a": float(i), "b": 1.0}, float(i % 7))
+        i += 1
+    model.predict_one({"a": 0.5, "b": 1.0})
+    gc.collect()
+    assert old() is None
+
+
 @pytest.mark.parametrize("eviction", ["oldest", "least_impact"])
 def test_incremental_norms_and_lazy_scales_match_recomputation(eviction):
     """After many updates with a budget (evictions), folding every lazy scale changes nothing."""

@@ -101,6 +101,24 @@ def test_bench_run_all_reports_by_stem():
         run_all.discover("nope")
 
 
+def test_bench_peers_regression_goal():
+    """The regression goal of ``bench_peers.py``: river best's MAE or lower, at 3x its throughput, or
+    within 5x its time where river's best is its linear model."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_peers as bp
+    finally:
+        sys.path.remove(str(BENCH))
+    ref = {"preq_mae": 10.0, "cpu_ex_per_s": 1000.0}
+
+    def met(mae, ex_per_s, label):
+        return bp.regression_goal_met({"preq_mae": mae, "cpu_ex_per_s": ex_per_s}, ref, label)
+
+    linear, other = "river LinearRegression", "river HATRegressor"
+    assert met(10.0, 200.0, linear) and not met(10.0, 199.0, linear) and not met(10.01, 5000.0, linear)
+    assert met(9.0, 3000.0, other) and not met(9.0, 2999.0, other) and not met(10.01, 9000.0, other)
+
+
 def test_bench_markdown_cells_keep_their_pipes():
     """A cell holding ``|`` (a river pipeline's name) stays one cell."""
     table = _common().markdown_table([{"case": "StandardScaler | OBSCURE", "x": 1.0}])
