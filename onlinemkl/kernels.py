@@ -266,14 +266,8 @@ def default_fit_kernels() -> tuple[Kernel, ...]:
     >>> [getattr(k, "gamma_scale", None) for k in default_fit_kernels()]
     [0.1, 1.0, 3.0, 10.0, None, None]
     """
-    return (
-        RBF(gamma_scale=0.1),
-        RBF(gamma_scale=1.0),
-        RBF(gamma_scale=3.0),
-        RBF(gamma_scale=10.0),
-        Linear(normalize=True),
-        Polynomial(degree=2, normalize=True),
-    )
+    base = default_kernels()
+    return base[:2] + (RBF(gamma_scale=3.0),) + base[2:]
 
 
 def default_regression_kernels() -> tuple[Kernel, ...]:

@@ -35,12 +35,16 @@ MIN_CHUNK = 64
 #: Examples per chunk of an epoch on :meth:`ObscureEngine._fit_pass_sums`' path (fewer where
 #: ``cache_bytes`` asks).  A chunk computes its kernel values among themselves (``C^2``) however
 #: few of its examples are updated, while the updated examples' rows cost the same in any
-#: chunking, so small chunks are the fast ones (``docs/defaults.md`` has the measurements).
+#: chunking, so small chunks are the fast ones: ``fit`` on river's Shuttle (14,000 rows, one BLAS
+#: thread) takes 0.54 s at 64 against 0.86 s at the largest chunk the cache allows, with the same
+#: accuracy; 16 and 32 take as long as 64.
 SUMS_CHUNK = 64
 
 #: The most examples per chunk of :meth:`ObscureEngine.fit_pass_blocked` (``fit`` with a budget
 #: past the kernel cache; fewer where ``cache_bytes`` asks, never fewer than :data:`MIN_CHUNK`):
 #: the same reason, with the block's values against the stored rows (``C U``) beside ``C^2``.
+#: Shuttle with ``budget=500`` takes 1.4 s at 128 against 6.3 s at the largest chunk; 64 is
+#: faster with a small budget and slower with a large one.
 BLOCKED_CHUNK = 128
 
 _ck = lazy_module("onlinemkl._core.kernels")
